@@ -1,0 +1,186 @@
+// Package config reads the gateway's environment (contract "Gateway env";
+// reference-behaviour §9). It is the only place an environment variable name
+// is written down. Blank values count as unset.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// Config is the gateway's configuration.
+type Config struct {
+	// Port is PORT (default 8080).
+	Port int
+	// PublicURL is ORCA_PUSH_PUBLIC_URL: a canonical origin, the transcript's
+	// gatewayOrigin.
+	PublicURL string
+	// DatabaseURL is ORCA_PUSH_DATABASE_URL; empty means SQLite under DataDir.
+	DatabaseURL string
+	// CloudSQLInstance is ORCA_PUSH_CLOUDSQL_INSTANCE (project:region:instance);
+	// when set, Postgres is dialled through the Cloud SQL connector with IAM
+	// authentication and private IP.
+	CloudSQLInstance string
+	// DataDir is ORCA_PUSH_DATA_DIR (default ./data/push).
+	DataDir string
+	// PoolMax is ORCA_PUSH_DATABASE_POOL_MAX (1..100, default 10).
+	PoolMax int
+	// APNSKey, APNSKeyID and AppleTeamID are the APNs credentials
+	// (ORCA_PUSH_APNS_KEY, ORCA_PUSH_APNS_KEY_ID, ORCA_PUSH_APPLE_TEAM_ID):
+	// all three or none.
+	APNSKey     string
+	APNSKeyID   string
+	AppleTeamID string
+	// APNSTopic is ORCA_PUSH_APNS_TOPIC.
+	APNSTopic string
+	// FCMProjectID is ORCA_PUSH_FCM_PROJECT_ID.
+	FCMProjectID string
+	// Coalesce is ORCA_PUSH_COALESCE_MS.
+	Coalesce time.Duration
+	// TrustedProxyHops is ORCA_PUSH_TRUSTED_PROXY_HOPS.
+	TrustedProxyHops int
+	// TasksQueue is ORCA_PUSH_TASKS_QUEUE, the full Cloud Tasks queue path.
+	TasksQueue string
+	// DeliverURL is ORCA_PUSH_DELIVER_URL, the deliver function's URL.
+	DeliverURL string
+	// TasksServiceAccount is ORCA_PUSH_TASKS_SERVICE_ACCOUNT, the account
+	// Cloud Tasks mints the OIDC token for when it calls deliver.
+	TasksServiceAccount string
+	// TasksAudience is ORCA_PUSH_TASKS_AUDIENCE (default DeliverURL).
+	TasksAudience string
+	// ManualClock is ORCA_PUSH_MANUAL_CLOCK=1 (emulator only).
+	ManualClock bool
+}
+
+// APNSConfigured reports whether APNs credentials were given.
+func (c *Config) APNSConfigured() bool { return c.APNSKey != "" }
+
+var (
+	teamIDPattern    = regexp.MustCompile(`^[A-Z0-9]{10}$`)
+	fcmProjectRegexp = regexp.MustCompile(`^[a-z0-9-]{4,64}$`)
+)
+
+// Load reads the configuration through getenv. It returns an error naming the
+// variable at fault; the error never holds a secret's value.
+func Load(getenv func(string) string) (Config, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	c := Config{
+		PublicURL:           get("ORCA_PUSH_PUBLIC_URL"),
+		DatabaseURL:         get("ORCA_PUSH_DATABASE_URL"),
+		CloudSQLInstance:    get("ORCA_PUSH_CLOUDSQL_INSTANCE"),
+		DataDir:             or(get("ORCA_PUSH_DATA_DIR"), "./data/push"),
+		APNSKey:             get("ORCA_PUSH_APNS_KEY"),
+		APNSKeyID:           get("ORCA_PUSH_APNS_KEY_ID"),
+		AppleTeamID:         get("ORCA_PUSH_APPLE_TEAM_ID"),
+		APNSTopic:           or(get("ORCA_PUSH_APNS_TOPIC"), contract.DefaultAPNSTopic),
+		FCMProjectID:        or(get("ORCA_PUSH_FCM_PROJECT_ID"), contract.DefaultFCMProjectID),
+		TasksQueue:          get("ORCA_PUSH_TASKS_QUEUE"),
+		DeliverURL:          get("ORCA_PUSH_DELIVER_URL"),
+		TasksServiceAccount: get("ORCA_PUSH_TASKS_SERVICE_ACCOUNT"),
+		TasksAudience:       get("ORCA_PUSH_TASKS_AUDIENCE"),
+		ManualClock:         get("ORCA_PUSH_MANUAL_CLOCK") == "1",
+	}
+	if c.TasksAudience == "" {
+		c.TasksAudience = c.DeliverURL
+	}
+	var errs []error
+	number := func(key string, def, min, max int) int {
+		s := get(key)
+		if s == "" {
+			return def
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < min || n > max {
+			errs = append(errs, fmt.Errorf("%s must be an integer in %d..%d", key, min, max))
+			return def
+		}
+		return n
+	}
+	c.Port = number("PORT", 8080, 1, 65535)
+	c.PoolMax = number("ORCA_PUSH_DATABASE_POOL_MAX", 10, 1, 100)
+	c.Coalesce = time.Duration(number("ORCA_PUSH_COALESCE_MS",
+		int(contract.DefaultCoalesce.Milliseconds()), 0, int(contract.MaxCoalesce.Milliseconds()))) * time.Millisecond
+	c.TrustedProxyHops = number("ORCA_PUSH_TRUSTED_PROXY_HOPS", 0, 0, contract.MaxTrustedProxyHops)
+
+	if c.PublicURL == "" {
+		errs = append(errs, errors.New("ORCA_PUSH_PUBLIC_URL is required"))
+	} else if err := CheckOrigin(c.PublicURL); err != nil {
+		errs = append(errs, err)
+	}
+	apns := []string{c.APNSKey, c.APNSKeyID, c.AppleTeamID}
+	set := 0
+	for _, v := range apns {
+		if v != "" {
+			set++
+		}
+	}
+	switch {
+	case set != 0 && set != len(apns):
+		errs = append(errs, errors.New("ORCA_PUSH_APNS_KEY, ORCA_PUSH_APNS_KEY_ID and ORCA_PUSH_APPLE_TEAM_ID must be configured together"))
+	case set == len(apns):
+		if !strings.Contains(c.APNSKey, "-----BEGIN") {
+			errs = append(errs, errors.New("ORCA_PUSH_APNS_KEY must be PEM text"))
+		}
+		if !teamIDPattern.MatchString(c.APNSKeyID) {
+			errs = append(errs, errors.New("ORCA_PUSH_APNS_KEY_ID must be 10 upper-case letters or digits"))
+		}
+		if !teamIDPattern.MatchString(c.AppleTeamID) {
+			errs = append(errs, errors.New("ORCA_PUSH_APPLE_TEAM_ID must be 10 upper-case letters or digits"))
+		}
+	}
+	if l := len(c.APNSTopic); l > 255 {
+		errs = append(errs, errors.New("ORCA_PUSH_APNS_TOPIC must be 1..255 characters"))
+	}
+	if !fcmProjectRegexp.MatchString(c.FCMProjectID) {
+		errs = append(errs, errors.New("ORCA_PUSH_FCM_PROJECT_ID must be 4..64 lower-case letters, digits or dashes"))
+	}
+	if c.CloudSQLInstance != "" && c.DatabaseURL == "" {
+		errs = append(errs, errors.New("ORCA_PUSH_CLOUDSQL_INSTANCE needs ORCA_PUSH_DATABASE_URL (user and database name)"))
+	}
+	if (c.TasksQueue == "") != (c.DeliverURL == "") {
+		errs = append(errs, errors.New("ORCA_PUSH_TASKS_QUEUE and ORCA_PUSH_DELIVER_URL must be configured together"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+// CheckOrigin returns an error unless s is a canonical origin with no path:
+// https, or http on localhost, 127.0.0.1 or ::1 (reference-behaviour §9).
+func CheckOrigin(s string) error {
+	u, err := url.Parse(s)
+	bad := fmt.Errorf("ORCA_PUSH_PUBLIC_URL must be a canonical origin such as https://push.onorca.dev")
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return bad
+	}
+	if u.Scheme+"://"+u.Host != s || strings.ToLower(s) != s {
+		return bad
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		switch u.Hostname() {
+		case "localhost", "127.0.0.1", "::1":
+		default:
+			return bad
+		}
+	default:
+		return bad
+	}
+	return nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,229 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf16"
+)
+
+// object is one parsed JSON object: each key with its raw value. Duplicate
+// keys are refused, and reading a key marks it used so that an unknown key is
+// an error (the zod schemas are .strict()).
+type object struct {
+	fields map[string]json.RawMessage
+	used   int
+	err    error
+}
+
+// invalid returns ErrInvalidRequest naming what was wrong. The detail is a
+// field name, never a value.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
+}
+
+// parseTop parses a whole request body: exactly one JSON object and nothing
+// after it but white space.
+func parseTop(body []byte) (*object, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, invalid("body is not JSON")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, invalid("trailing data after the body")
+	}
+	return parseObject(raw, "body")
+}
+
+// parseObject parses raw, which must be a JSON object, refusing duplicate keys.
+func parseObject(raw json.RawMessage, what string) (*object, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, invalid("%s is not an object", what)
+	}
+	o := &object{fields: make(map[string]json.RawMessage)}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, invalid("%s is malformed", what)
+		}
+		key := tok.(string) // object keys are always strings
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, invalid("%s is malformed", what)
+		}
+		if _, dup := o.fields[key]; dup {
+			return nil, invalid("%s repeats a key", what)
+		}
+		o.fields[key] = v
+	}
+	return o, nil
+}
+
+// take returns the raw value of key and whether it is present.
+func (o *object) take(key string) (json.RawMessage, bool) {
+	v, ok := o.fields[key]
+	if ok {
+		o.used++
+	}
+	return v, ok
+}
+
+// fail records the first error.
+func (o *object) fail(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// finish reports the first error, or an unknown key.
+func (o *object) finish(what string) error {
+	if o.err != nil {
+		return o.err
+	}
+	if o.used != len(o.fields) {
+		return invalid("%s has an unknown key", what)
+	}
+	return nil
+}
+
+// isNull reports whether raw is the JSON null.
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// str reads a string field. A missing required key, a null or a non-string is
+// an error; present reports whether an optional key was given.
+func (o *object) str(key string, required bool) (s string, present bool) {
+	raw, ok := o.take(key)
+	if !ok {
+		if required {
+			o.fail(invalid("%s is required", key))
+		}
+		return "", false
+	}
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		o.fail(invalid("%s must be a string", key))
+		return "", false
+	}
+	return s, true
+}
+
+// integer reads an integer field in [min, MaxSafeInteger]. Like JavaScript's
+// Number.isInteger, 1.0 and 1e3 are integers.
+func (o *object) integer(key string, required bool, min int64) (n int64, present bool) {
+	raw, ok := o.take(key)
+	if !ok {
+		if required {
+			o.fail(invalid("%s is required", key))
+		}
+		return 0, false
+	}
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		o.fail(invalid("%s must be a number", key))
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || f < float64(min) || f > MaxSafeInteger {
+		o.fail(invalid("%s is out of range", key))
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// boolean reads an optional boolean field.
+func (o *object) boolean(key string) (b bool, present bool) {
+	raw, ok := o.take(key)
+	if !ok {
+		return false, false
+	}
+	switch string(raw) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	o.fail(invalid("%s must be a boolean", key))
+	return false, false
+}
+
+// version reads the required "v": 1.
+func (o *object) version() {
+	if v, ok := o.integer("v", true, 1); ok && v != 1 {
+		o.fail(invalid("v must be 1"))
+	}
+}
+
+// nested reads a required or optional object field.
+func (o *object) nested(key string, required bool) (*object, bool) {
+	raw, ok := o.take(key)
+	if !ok {
+		if required {
+			o.fail(invalid("%s is required", key))
+		}
+		return nil, false
+	}
+	n, err := parseObject(raw, key)
+	if err != nil {
+		o.fail(err)
+		return nil, false
+	}
+	return n, true
+}
+
+// stringArray reads a required array of strings.
+func (o *object) stringArray(key string) []string {
+	raw, ok := o.take(key)
+	if !ok {
+		o.fail(invalid("%s is required", key))
+		return nil
+	}
+	var items []json.RawMessage
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+		o.fail(invalid("%s must be an array", key))
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		var s string
+		if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &s) != nil {
+			o.fail(invalid("%s must hold strings", key))
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// UTF16Len returns the length of s as JavaScript counts it: UTF-16 code units.
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// validOpaqueID reports whether s is an OpaqueId: 1..MaxOpaqueID code units.
+func validOpaqueID(s string) bool {
+	n := UTF16Len(s)
+	return n >= 1 && n <= MaxOpaqueID
+}
+
+// DecodeKey32 decodes canonical padded standard base64 of exactly KeyBytes
+// bytes: 43 alphabet characters and one '=', whose re-encoding round-trips.
+func DecodeKey32(s string) ([]byte, bool) {
+	if len(s) != 44 || s[43] != '=' {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != KeyBytes || base64.StdEncoding.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
+}

@@ -1,0 +1,122 @@
+// Package obs keeps the gateway's aggregate counters and writes them as one
+// structured log line a minute. It is the only way anything about traffic is
+// logged: never a token, title, body, or more than LoggedFingerprintChars
+// characters of a fingerprint.
+package obs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// Counter names (reference-behaviour §9).
+const (
+	IPRateLimited     = "ip_rate_limited"
+	RequestError      = "request_error"
+	ChallengeIssued   = "challenge_issued"
+	ChallengeRejected = "challenge_rejected"
+	SessionIssued     = "session_issued"
+	SessionRejected   = "session_rejected"
+	DeviceRegistered  = "device_registered"
+	DeviceRejected    = "device_rejected"
+	DeviceDeleted     = "device_deleted"
+	SendQueued        = "send_queued"
+	SendDead          = "send_dead"
+	SendRateLimited   = "send_rate_limited"
+	SendError         = "send_error"
+	DeliverySent      = "delivery_sent"
+	DeliveryDead      = "delivery_dead"
+	DeliveryError     = "delivery_error"
+	DeliveryRetry     = "delivery_retry"
+	DeliveryExpired   = "delivery_expired"
+	ScheduleFailed    = "schedule_failed"
+	SweepRescheduled  = "sweep_rescheduled"
+)
+
+// Counters is a set of named aggregate counters, safe for concurrent use.
+type Counters struct {
+	log *slog.Logger
+	// mu guards n.
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+// NewCounters returns empty counters that Flush writes to log.
+func NewCounters(log *slog.Logger) *Counters {
+	return &Counters{log: log, n: make(map[string]int64)}
+}
+
+// Add adds delta to the counter name.
+func (c *Counters) Add(name string, delta int64) {
+	c.mu.Lock()
+	c.n[name] += delta
+	c.mu.Unlock()
+}
+
+// Inc adds one to the counter name.
+func (c *Counters) Inc(name string) { c.Add(name, 1) }
+
+// Consume returns every counter and resets them.
+func (c *Counters) Consume() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.n
+	c.n = make(map[string]int64)
+	return out
+}
+
+// Flush writes the non-zero counters as one line
+// {"event":"orca_push_counters", ...} and resets them; it writes nothing when
+// all are zero.
+func (c *Counters) Flush() {
+	n := c.Consume()
+	if len(n) == 0 {
+		return
+	}
+	attrs := make([]any, 0, 2*len(n))
+	for _, k := range slices.Sorted(maps.Keys(n)) {
+		attrs = append(attrs, slog.Int64(k, n[k]))
+	}
+	c.log.Warn("orca_push_counters", attrs...)
+}
+
+// Run flushes every interval until ctx ends, then flushes once more. The
+// interval is real time: it paces log lines, it decides nothing.
+func (c *Counters) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.Flush()
+			return
+		case <-t.C:
+			c.Flush()
+		}
+	}
+}
+
+// Host returns the part of a host fingerprint a log line may hold: its first
+// LoggedFingerprintChars characters.
+func Host(fingerprint string) string {
+	if len(fingerprint) > contract.LoggedFingerprintChars {
+		return fingerprint[:contract.LoggedFingerprintChars]
+	}
+	return fingerprint
+}
+
+// ErrorType returns the name of err's dynamic type, the only thing about an
+// unexpected error that is logged.
+func ErrorType(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("%T", err)
+}

@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// SQLiteFile is the database file's name under the data directory.
+const SQLiteFile = "orca-push.sqlite"
+
+type sqliteDialect struct{}
+
+// openSQLite opens (creating) <dir>/orca-push.sqlite in WAL mode. Every
+// transaction begins IMMEDIATE (go-dependencies.md pitfall 10: a deferred
+// transaction that later writes can fail with SQLITE_BUSY that busy_timeout
+// does not cover).
+func openSQLite(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	dsn := "file:" + filepath.Join(dir, SQLiteFile) +
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
+		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	db.SetMaxOpenConns(8)
+	return &Store{db: db, dialect: sqliteDialect{}, writers: make(chan struct{}, 1), close: db.Close}, nil
+}
+
+func (sqliteDialect) name() string { return "sqlite" }
+
+// lockHost does nothing: BEGIN IMMEDIATE already serialises writers.
+func (sqliteDialect) lockHost(context.Context, *sql.Tx, string) error { return nil }
+
+func (sqliteDialect) retryable(err error) bool {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}
+
+func (sqliteDialect) unavailable(err error) bool {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code() & 0xff {
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_NOTADB:
+		return true
+	}
+	return false
+}
+
+// lockMigrations does nothing: migrations run in one immediate transaction.
+func (sqliteDialect) lockMigrations(context.Context, *sql.Conn) (func(), error) {
+	return func() {}, nil
+}

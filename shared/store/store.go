@@ -1,0 +1,189 @@
+// Package store is the gateway's SQL storage: one Store over PostgreSQL (pgx,
+// optionally through the Cloud SQL connector) or embedded SQLite (modernc),
+// with embedded versioned migrations, per-host transaction locks and retry of
+// serialization failures. It is the only package that holds SQL. Times are
+// epoch milliseconds passed in by the caller; SQL never reads a clock.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Options says which database to open.
+type Options struct {
+	// DatabaseURL is a PostgreSQL URL or keyword string; empty means SQLite.
+	DatabaseURL string
+	// CloudSQLInstance, when set, dials PostgreSQL through the Cloud SQL
+	// connector (lazy refresh, IAM authentication, private IP).
+	CloudSQLInstance string
+	// DataDir holds the SQLite file when DatabaseURL is empty.
+	DataDir string
+	// PoolMax bounds the PostgreSQL pool.
+	PoolMax int
+}
+
+// Store is the gateway's database. It is safe for concurrent use.
+type Store struct {
+	db      *sql.DB
+	dialect dialect
+	// writers serialises SQLite write transactions inside this process, so
+	// they queue here instead of spinning in SQLite's busy handler; nil on
+	// PostgreSQL, whose row and advisory locks do the same job.
+	writers chan struct{}
+	close   func() error
+}
+
+// dialect holds what differs between the two databases.
+type dialect interface {
+	// name is "postgres" or "sqlite".
+	name() string
+	// lockHost takes the per-host transaction lock.
+	lockHost(ctx context.Context, tx *sql.Tx, host string) error
+	// retryable reports whether err is a serialization failure, a deadlock
+	// or a busy database, after which the transaction may run again.
+	retryable(err error) bool
+	// lockMigrations serialises migration runs across processes on conn
+	// and returns the unlock.
+	lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error)
+	// unavailable reports whether err means the database cannot be reached.
+	unavailable(err error) bool
+}
+
+// Open opens the database named by o and applies any pending migrations.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	var (
+		s   *Store
+		err error
+	)
+	if o.DatabaseURL == "" {
+		s, err = openSQLite(o.DataDir)
+	} else {
+		s, err = openPostgres(ctx, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dialect returns "postgres" or "sqlite".
+func (s *Store) Dialect() string { return s.dialect.name() }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.close() }
+
+// ErrUnavailable wraps errors that mean the database could not be reached.
+var ErrUnavailable = errors.New("store: database unavailable")
+
+// maxAttempts bounds how often a transaction runs when it keeps meeting
+// serialization failures or deadlocks (reference-behaviour §8.3: 3 attempts).
+const maxAttempts = 3
+
+// Tx runs fn in a transaction and commits it. fn may run more than once when
+// the database reports a serialization failure, a deadlock or a busy lock, so
+// it must only touch the database through tx. A panic in fn rolls back and
+// re-panics.
+func (s *Store) Tx(ctx context.Context, fn func(*Tx) error) error {
+	return s.transact(ctx, "", fn)
+}
+
+// HostTx is [Store.Tx] under the per-host lock: an advisory transaction lock
+// on PostgreSQL, an immediate transaction on SQLite. Everything that counts or
+// orders a host's rows (quota, the device cap, sessions) runs under it.
+func (s *Store) HostTx(ctx context.Context, host string, fn func(*Tx) error) error {
+	return s.transact(ctx, host, fn)
+}
+
+func (s *Store) transact(ctx context.Context, host string, fn func(*Tx) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = s.transactOnce(ctx, host, fn)
+		if err == nil || attempt == maxAttempts || !s.dialect.retryable(err) {
+			break
+		}
+		// A short random pause spreads colliding retries (§8.3: 0–25 ms).
+		t := time.NewTimer(time.Duration(rand.IntN(25)+1) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	if err != nil && s.dialect.unavailable(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+func (s *Store) transactOnce(ctx context.Context, host string, fn func(*Tx) error) (err error) {
+	if s.writers != nil {
+		select {
+		case s.writers <- struct{}{}:
+			defer func() { <-s.writers }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	sqlTx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			sqlTx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			sqlTx.Rollback()
+		}
+	}()
+	if host != "" {
+		if err := s.dialect.lockHost(ctx, sqlTx, host); err != nil {
+			return fmt.Errorf("lock host: %w", err)
+		}
+	}
+	if err := fn(&Tx{tx: sqlTx}); err != nil {
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Tx is an open transaction. Its methods are the store's query vocabulary.
+type Tx struct {
+	tx *sql.Tx
+}
+
+func (t *Tx) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Ping checks that the database answers and that its schema is the one this
+// binary expects; /ready uses it.
+func (s *Store) Ping(ctx context.Context) error {
+	var v int64
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM push_schema_migrations`).Scan(&v)
+	if err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	if want := latestVersion(); v != want {
+		return fmt.Errorf("ping: schema version %d, want %d", v, want)
+	}
+	return nil
+}

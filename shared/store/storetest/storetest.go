@@ -1,0 +1,104 @@
+// Package storetest opens real databases for tests: SQLite in a file under
+// t.TempDir() and PostgreSQL in a fresh schema per test, so runs never
+// collide. It must only be imported by tests.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"onorca.dev/push/shared/store"
+)
+
+// DefaultPostgresURL is the local server the tests use unless
+// ORCA_PUSH_TEST_DATABASE_URL says otherwise.
+const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// Dialect is one database the tests run against.
+type Dialect struct {
+	// Name is "sqlite" or "postgres".
+	Name string
+	// Options opens a fresh, empty database of this dialect for t and drops
+	// it when t ends. Each call gives another database.
+	Options func(t testing.TB) store.Options
+}
+
+// Dialects returns SQLite and PostgreSQL. PostgreSQL is mandatory: a test
+// fails when it cannot be reached, unless ORCA_PUSH_TEST_SKIP_POSTGRES=1.
+func Dialects(t testing.TB) []Dialect {
+	t.Helper()
+	ds := []Dialect{{Name: "sqlite", Options: func(t testing.TB) store.Options {
+		return store.Options{DataDir: t.TempDir()}
+	}}}
+	if os.Getenv("ORCA_PUSH_TEST_SKIP_POSTGRES") == "1" {
+		return ds
+	}
+	return append(ds, Dialect{Name: "postgres", Options: PostgresOptions})
+}
+
+// PostgresURL returns the base URL of the test server.
+func PostgresURL() string {
+	if u := os.Getenv("ORCA_PUSH_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultPostgresURL
+}
+
+// PostgresOptions creates a schema of its own for t and returns options whose
+// URL uses it as search_path.
+func PostgresOptions(t testing.TB) store.Options {
+	t.Helper()
+	base := PostgresURL()
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "orcapush_test_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("postgres at %s is needed by the tests (set ORCA_PUSH_TEST_DATABASE_URL): %v", redact(base), err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("postgres url: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return store.Options{DatabaseURL: u.String(), PoolMax: 20}
+}
+
+// Open opens a fresh store of dialect d for t, closed when t ends.
+func Open(t testing.TB, d Dialect) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), d.Options(t))
+	if err != nil {
+		t.Fatalf("open %s store: %v", d.Name, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func redact(u string) string {
+	if i := strings.Index(u, "@"); i >= 0 {
+		if j := strings.Index(u, "://"); j >= 0 && j < i {
+			return u[:j+3] + "…" + u[i:]
+		}
+	}
+	return u
+}
