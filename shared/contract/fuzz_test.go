@@ -1,0 +1,70 @@
+package contract_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// FuzzDecodeRegisterRequest checks that the strict decoder never panics and
+// accepts only well-formed JSON objects whose fields pass the rules again.
+func FuzzDecodeRegisterRequest(f *testing.F) {
+	for _, c := range registrationCases() {
+		f.Add([]byte(c.body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := contract.DecodeRegisterRequest(body)
+		if err != nil {
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		// Re-encode what was accepted and decode it again: same result.
+		again := map[string]any{"v": 1, "deviceId": r.DeviceID, "platform": r.Platform, "token": r.Token}
+		if r.APNSEnvironment != "" {
+			again["apnsEnvironment"] = r.APNSEnvironment
+		}
+		if r.Filter != nil {
+			again["filter"] = r.Filter
+		}
+		b, _ := json.Marshal(again)
+		if _, err := contract.DecodeRegisterRequest(b); err != nil {
+			t.Fatalf("re-encoded %q refused: %v", b, err)
+		}
+	})
+}
+
+// FuzzDecodeSendRequest checks that the send decoder never panics, accepts
+// only valid JSON, and that an accepted notification's stored form decodes
+// back to the same notification within the 3000-byte limit.
+func FuzzDecodeSendRequest(f *testing.F) {
+	for _, c := range sendCases() {
+		f.Add([]byte(c.body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := contract.DecodeSendRequest(body)
+		if err != nil {
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		if len(req.RegistrationIDs) == 0 || len(req.RegistrationIDs) > contract.MaxRegistrationIDs {
+			t.Fatalf("accepted %d registration ids", len(req.RegistrationIDs))
+		}
+		stored, _ := req.Notification.MarshalJSON()
+		if len(stored) > contract.MaxNotificationBytes {
+			t.Fatalf("accepted a notification of %d bytes", len(stored))
+		}
+		var back contract.Notification
+		if err := json.Unmarshal(stored, &back); err != nil {
+			t.Fatalf("stored form %q does not decode: %v", stored, err)
+		}
+		again, _ := back.MarshalJSON()
+		if string(again) != string(stored) {
+			t.Fatalf("round trip changed %q to %q", stored, again)
+		}
+	})
+}
