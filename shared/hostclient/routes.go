@@ -1,0 +1,99 @@
+package hostclient
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// RegisterParams are the fields of a device registration (POST /v1/devices).
+type RegisterParams struct {
+	// DeviceID is the desktop's id of the paired phone.
+	DeviceID string
+	// Platform is the phone's platform.
+	Platform contract.Platform
+	// Token is the phone's native push token.
+	Token string
+	// APNSEnvironment is required for iOS and must be empty for Android.
+	APNSEnvironment contract.APNSEnvironment
+	// Filter is the optional delivery filter; nil leaves it out.
+	Filter *contract.Filter
+}
+
+// Register registers (or re-registers) a phone and returns its registration
+// id. A 65th device is an [*APIError] that matches contract.ErrTooManyDevices.
+func (c *Client) Register(ctx context.Context, p RegisterParams) (registrationID string, err error) {
+	body, err := encodeJSON(registerRequest{
+		V:               1,
+		DeviceID:        p.DeviceID,
+		Platform:        p.Platform,
+		Token:           p.Token,
+		APNSEnvironment: p.APNSEnvironment,
+		Filter:          p.Filter,
+	})
+	if err != nil {
+		return "", fmt.Errorf("register: %w", err)
+	}
+	var resp contract.RegisterResponse
+	if err := c.call(ctx, "register", http.MethodPost, "/v1/devices", body, &resp); err != nil {
+		return "", err
+	}
+	return resp.RegistrationID, nil
+}
+
+// Devices lists the host's registrations.
+func (c *Client) Devices(ctx context.Context) ([]contract.Device, error) {
+	var resp contract.DeviceList
+	if err := c.call(ctx, "devices", http.MethodGet, "/v1/devices", nil, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Devices, nil
+}
+
+// Delete deletes a registration of this host. An unknown or foreign id is an
+// [*APIError] that matches contract.ErrNotFound.
+func (c *Client) Delete(ctx context.Context, registrationID string) error {
+	return c.call(ctx, "delete", http.MethodDelete, "/v1/devices/"+url.PathEscape(registrationID), nil, nil)
+}
+
+// Send sends n to registrationIDs in requests of at most
+// contract.MaxRegistrationIDs ids, as the desktop dispatcher does, and
+// returns the results of all requests in order. The gateway drops repeated
+// ids within one request, so a repeated id may yield fewer results. With no
+// ids it sends nothing. On an error it returns the results of the requests
+// that succeeded before it, with the error.
+func (c *Client) Send(ctx context.Context, registrationIDs []string, n contract.Notification) ([]contract.SendResult, error) {
+	var results []contract.SendResult
+	for chunk := range slices.Chunk(registrationIDs, contract.MaxRegistrationIDs) {
+		body, err := encodeJSON(sendRequest{V: 1, RegistrationIDs: chunk, Notification: n})
+		if err != nil {
+			return results, fmt.Errorf("send: %w", err)
+		}
+		var resp contract.SendResponse
+		if err := c.call(ctx, "send", http.MethodPost, "/v1/send", body, &resp); err != nil {
+			return results, err
+		}
+		results = append(results, resp.Results...)
+	}
+	return results, nil
+}
+
+// Raw sends one request to path with the cached session's bearer, signing in
+// first when there is none, for tests that craft odd requests. A non-nil body
+// is sent as application/json. It neither retries nor checks the status; the
+// caller closes the body.
+func (c *Client) Raw(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	token, err := c.ensureSession(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("raw: %w", err)
+	}
+	resp, err := c.send(ctx, method, path, token, body)
+	if err != nil {
+		return nil, fmt.Errorf("raw: %w", err)
+	}
+	return resp, nil
+}
