@@ -1,0 +1,16 @@
+project_id      = "onorca-cloud"
+region          = "us-central1"
+public_hostname = "push.onorca.dev"
+
+# Made by the one-time bootstrap (README.md, "Bootstrap").
+deployer_service_account_email = "orca-cloud-push-deployer@onorca-cloud.iam.gserviceaccount.com"
+bootstrap_source_object        = "bootstrap/source.zip"
+
+public_min_instances  = 1
+public_max_instances  = 2
+deliver_max_instances = 3
+
+sql_tier = "db-custom-1-3840"
+
+tasks_max_dispatches_per_second = 100
+tasks_max_concurrent_dispatches = 200

@@ -1,0 +1,129 @@
+# One source archive, one Cloud Run function per entry point (design.md, "Functions"; go-dependencies.md §2b).
+# The list of functions is repeated in workflows/functions.tsv for the deploy scripts; infra/infra_test.go keeps the
+# two equal.
+
+locals {
+  functions = {
+    "host-challenge" = { entry_point = "HostChallenge", public = true }
+    "host-session"   = { entry_point = "HostSession", public = true }
+    "devices"        = { entry_point = "Devices", public = true }
+    "send"           = { entry_point = "Send", public = true }
+    # Called only by Cloud Tasks (OIDC as the tasks service account).
+    "deliver" = { entry_point = "Deliver", public = false }
+    # Called only by Cloud Scheduler every minute (OIDC as the scheduler service account).
+    "sweep" = { entry_point = "Sweep", public = false }
+  }
+  public_functions = { for k, f in local.functions : k => f if f.public }
+
+  function_names = { for k in keys(local.functions) : k => "${var.name_prefix}-${k}" }
+
+  # Cloud Run's deterministic URL (https://SERVICE-PROJECT_NUMBER.REGION.run.app). It is known before the function
+  # exists, so every function, the queue and the Scheduler job can name deliver's and sweep's URL without a cycle
+  # (the functions' own env needs deliver's URL: deliver and sweep schedule tasks too).
+  function_urls  = { for k, n in local.function_names : k => "https://${n}-${data.google_project.this.number}.${var.region}.run.app" }
+  deliver_url    = local.function_urls["deliver"]
+  sweep_url      = local.function_urls["sweep"]
+  tasks_queue_id = "projects/${var.project_id}/locations/${var.region}/queues/${google_cloud_tasks_queue.deliver.name}"
+
+  runtime_sa_email = google_service_account.runtime.email
+  # IAM database user name: the service account email without ".gserviceaccount.com" (Cloud SQL IAM auth rule).
+  db_iam_user = trimsuffix(local.runtime_sa_email, ".gserviceaccount.com")
+
+  # A Google global external Application Load Balancer hands the backend
+  #   x-forwarded-for: [<caller-supplied>,] <client-ip>, <load-balancer-ip>
+  # (cloud.google.com/load-balancing/docs/https, "X-Forwarded-For header"), and Cloud Run appends nothing further for
+  # traffic that arrives through a serverless NEG: the client is the second entry from the right, i.e. one appender
+  # (the LB's own address) sits after it. The public functions' ingress is internal-and-GCLB, so no request reaches
+  # them without passing the load balancer; were run.app reachable directly, "1" would let a caller pick its own
+  # rate-limit bucket (direct requests carry "<supplied>, <client-ip>").
+  trusted_proxy_hops = 1
+
+  gateway_env = {
+    ORCA_PUSH_PUBLIC_URL = "https://${var.public_hostname}"
+    # The user's "@" must be escaped: pgx reads a raw one as the end of the user (user "orca-cloud-push", host
+    # "onorca-cloud.iam@"). No host: the Cloud SQL connector dials ORCA_PUSH_CLOUDSQL_INSTANCE.
+    ORCA_PUSH_DATABASE_URL          = "postgres://${urlencode(local.db_iam_user)}@/${google_sql_database.orca_push.name}?sslmode=disable"
+    ORCA_PUSH_CLOUDSQL_INSTANCE     = google_sql_database_instance.main.connection_name
+    ORCA_PUSH_DATABASE_POOL_MAX     = tostring(var.database_pool_max)
+    ORCA_PUSH_APNS_TOPIC            = var.apns_topic
+    ORCA_PUSH_FCM_PROJECT_ID        = var.fcm_project_id
+    ORCA_PUSH_COALESCE_MS           = tostring(var.coalesce_ms)
+    ORCA_PUSH_TRUSTED_PROXY_HOPS    = tostring(local.trusted_proxy_hops)
+    ORCA_PUSH_TASKS_QUEUE           = local.tasks_queue_id
+    ORCA_PUSH_DELIVER_URL           = local.deliver_url
+    ORCA_PUSH_TASKS_SERVICE_ACCOUNT = google_service_account.tasks.email
+    ORCA_PUSH_TASKS_AUDIENCE        = local.deliver_url
+  }
+
+  # Env var name => Secret Manager secret id. The secrets already exist (imports.tf).
+  gateway_secret_env = {
+    ORCA_PUSH_APNS_KEY      = "apns-key"
+    ORCA_PUSH_APNS_KEY_ID   = "apns-key-id"
+    ORCA_PUSH_APPLE_TEAM_ID = "apple-team-id"
+  }
+}
+
+resource "google_cloudfunctions2_function" "fn" {
+  for_each = local.functions
+
+  name        = local.function_names[each.key]
+  location    = var.region
+  description = "orca-push ${each.key} (entry point ${each.value.entry_point})"
+
+  build_config {
+    runtime         = "go126"
+    entry_point     = each.value.entry_point
+    service_account = google_service_account.build.id
+    source {
+      storage_source {
+        bucket = google_storage_bucket.deploy.name
+        object = var.bootstrap_source_object
+      }
+    }
+  }
+
+  service_config {
+    service_account_email            = local.runtime_sa_email
+    ingress_settings                 = each.value.public ? "ALLOW_INTERNAL_AND_GCLB" : "ALLOW_INTERNAL_ONLY"
+    min_instance_count               = each.value.public ? var.public_min_instances : 0
+    max_instance_count               = each.value.public ? var.public_max_instances : (each.key == "deliver" ? var.deliver_max_instances : 1)
+    max_instance_request_concurrency = var.request_concurrency
+    available_cpu                    = "1"
+    available_memory                 = "512Mi"
+    # deliver: Cloud Tasks gives up on a dispatch after 30 s (the task's dispatch deadline) and retries; a longer
+    # function timeout only lets a stuck attempt finish its own bookkeeping.
+    timeout_seconds               = 60
+    vpc_connector                 = google_vpc_access_connector.main.id
+    vpc_connector_egress_settings = "PRIVATE_RANGES_ONLY"
+    # The deploy workflow pins traffic and deploys with this false; Terraform must not flip traffic on its own.
+    all_traffic_on_latest_revision = false
+
+    environment_variables = local.gateway_env
+
+    dynamic "secret_environment_variables" {
+      for_each = local.gateway_secret_env
+      content {
+        key        = secret_environment_variables.key
+        project_id = var.project_id
+        secret     = google_secret_manager_secret.gateway[secret_environment_variables.value].secret_id
+        version    = "latest"
+      }
+    }
+  }
+
+  lifecycle {
+    # Terraform creates each function from the bootstrap archive; from then on .github/workflows/cloud-push-deploy.yml
+    # rolls code out (new source object, no traffic, probe, shift). Ignoring the source keeps `apply` from rolling
+    # the code back, and the traffic flag is the workflow's to set per rollout.
+    ignore_changes = [
+      build_config[0].source,
+      service_config[0].all_traffic_on_latest_revision,
+    ]
+  }
+
+  depends_on = [
+    google_project_service.api,
+    google_secret_manager_secret_iam_member.runtime_accessor,
+    google_project_iam_member.build,
+  ]
+}

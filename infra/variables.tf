@@ -1,0 +1,127 @@
+variable "project_id" {
+  description = "Google Cloud project that runs the gateway (onorca-cloud in production)."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the functions, Cloud SQL, the Cloud Tasks queue, the Scheduler job and the serverless NEGs."
+  type        = string
+  default     = "us-central1"
+}
+
+variable "name_prefix" {
+  description = "Prefix of every resource name this module creates (functions, queue, instance, load balancer parts)."
+  type        = string
+  default     = "orca-cloud-push"
+}
+
+variable "public_hostname" {
+  description = "Hostname the load balancer and its managed certificate serve (contract: push.onorca.dev)."
+  type        = string
+}
+
+variable "runtime_service_account_id" {
+  description = "Account id of the existing runtime service account (orca-cloud-push), imported in imports.tf."
+  type        = string
+  default     = "orca-cloud-push"
+}
+
+variable "deployer_service_account_email" {
+  description = "Email of the deployer service account that GitHub Actions impersonates through Workload Identity Federation (made by the bootstrap, README.md)."
+  type        = string
+}
+
+variable "bootstrap_source_object" {
+  description = "Object in the deploy bucket holding the source zip the functions are first created from. Only read on creation: afterwards the deploy workflow owns the code (see lifecycle in functions.tf)."
+  type        = string
+}
+
+variable "public_min_instances" {
+  description = "Minimum instances of each public function (host-challenge, host-session, devices, send)."
+  type        = number
+}
+
+variable "public_max_instances" {
+  description = "Maximum instances of each public function."
+  type        = number
+}
+
+variable "deliver_max_instances" {
+  description = "Maximum instances of the deliver function. With concurrency 80 this must cover tasks_max_concurrent_dispatches."
+  type        = number
+}
+
+variable "request_concurrency" {
+  description = "Concurrent requests per function instance."
+  type        = number
+  default     = 80
+}
+
+variable "apns_topic" {
+  description = "ORCA_PUSH_APNS_TOPIC: the iOS bundle id APNs pushes are addressed to."
+  type        = string
+  default     = "com.stably.orca.mobile"
+}
+
+variable "fcm_project_id" {
+  description = "ORCA_PUSH_FCM_PROJECT_ID: the Firebase project FCM v1 sends through."
+  type        = string
+  default     = "onorca-cloud"
+}
+
+variable "coalesce_ms" {
+  description = "ORCA_PUSH_COALESCE_MS: the per-registration coalescing window in milliseconds."
+  type        = number
+  default     = 3000
+}
+
+variable "database_pool_max" {
+  description = "ORCA_PUSH_DATABASE_POOL_MAX: connections per instance. Instances x pool must stay under the instance's max_connections."
+  type        = number
+  default     = 10
+}
+
+variable "sql_tier" {
+  description = "Machine tier of the Cloud SQL instance (for example db-custom-1-3840)."
+  type        = string
+}
+
+variable "sql_database_version" {
+  description = "PostgreSQL major version of the Cloud SQL instance."
+  type        = string
+  default     = "POSTGRES_16"
+}
+
+variable "sql_public_ip_for_rollouts" {
+  description = "Give the instance a public IP (no authorized networks, connector-only, IAM login) so the deploy workflow's Cloud SQL Auth Proxy can run migrations from a GitHub-hosted runner. The functions always use the private IP."
+  type        = bool
+  default     = true
+}
+
+variable "sql_deletion_protection" {
+  description = "Refuse to destroy the Cloud SQL instance (Terraform and API level)."
+  type        = bool
+  default     = true
+}
+
+variable "network_psa_prefix_length" {
+  description = "Prefix length of the range reserved for private services access (Cloud SQL private IP)."
+  type        = number
+  default     = 20
+}
+
+variable "vpc_connector_cidr" {
+  description = "A free /28 for the Serverless VPC Access connector the functions reach Cloud SQL's private IP through."
+  type        = string
+  default     = "10.8.0.0/28"
+}
+
+variable "tasks_max_dispatches_per_second" {
+  description = "Cloud Tasks rate limit: task dispatches per second to deliver."
+  type        = number
+}
+
+variable "tasks_max_concurrent_dispatches" {
+  description = "Cloud Tasks rate limit: deliver calls in flight at once."
+  type        = number
+}
