@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/contract/contracttest"
 )
 
 const hostKey = "E75P6uryBMf9M1j8nAByGIHRdCeBKCJ+xnTzf3/pe20="
@@ -72,70 +73,14 @@ func TestDecodeSessionRequest(t *testing.T) {
 	}
 }
 
-// RegistrationCases is the table of registrations, valid and not, shared by
-// this test and by the handler tests (each invalid one must change no row).
-func registrationCases() []struct {
-	name string
-	body string
-	ok   bool
-} {
-	hex64 := strings.Repeat("ab", 32)
-	fcm := strings.Repeat("a", 40) + ":_.-"
-	ios := func(extra string) string {
-		return `{"v":1,"deviceId":"d1","platform":"ios","token":"` + hex64 + `","apnsEnvironment":"sandbox"` + extra + `}`
-	}
-	return []struct {
-		name string
-		body string
-		ok   bool
-	}{
-		{"ios", ios(""), true},
-		{"ios with filter", ios(`,"filter":{"sources":["plugin","terminal-bell"],"agentStates":["finished"]}`), true},
-		{"ios empty filter arrays", ios(`,"filter":{"sources":[],"agentStates":[]}`), true},
-		{"ios 32 hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + hex64[:32] + `","apnsEnvironment":"production"}`, true},
-		{"ios 4096 hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + strings.Repeat("a", 4096) + `","apnsEnvironment":"production"}`, true},
-		{"android", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm + `"}`, true},
-		{"ios 4098 hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + strings.Repeat("a", 4098) + `","apnsEnvironment":"production"}`, false},
-		{"ios odd hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"abc","apnsEnvironment":"sandbox"}`, false},
-		{"ios empty token", `{"v":1,"deviceId":"d1","platform":"ios","token":"","apnsEnvironment":"sandbox"}`, false},
-		{"ios non-hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"zz","apnsEnvironment":"sandbox"}`, false},
-		{"ios spaces", `{"v":1,"deviceId":"d1","platform":"ios","token":"ab cd ","apnsEnvironment":"sandbox"}`, false},
-		{"ios no environment", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + hex64 + `"}`, false},
-		{"ios bad environment", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + hex64 + `","apnsEnvironment":"dev"}`, false},
-		{"android with environment", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm + `","apnsEnvironment":"sandbox"}`, false},
-		{"android short token", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm[:31] + `"}`, false},
-		{"android bad char", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm + `/"}`, false},
-		{"android long token", `{"v":1,"deviceId":"d1","platform":"android","token":"` + strings.Repeat("a", 4097) + `"}`, false},
-		{"platform unknown", `{"v":1,"deviceId":"d1","platform":"web","token":"` + fcm + `"}`, false},
-		{"platform number", `{"v":1,"deviceId":"d1","platform":1,"token":"` + fcm + `"}`, false},
-		{"device id empty", `{"v":1,"deviceId":"","platform":"android","token":"` + fcm + `"}`, false},
-		{"device id 129", `{"v":1,"deviceId":"` + strings.Repeat("d", 129) + `","platform":"android","token":"` + fcm + `"}`, false},
-		{"device id missing", `{"v":1,"platform":"android","token":"` + fcm + `"}`, false},
-		{"device id null", `{"v":1,"deviceId":null,"platform":"android","token":"` + fcm + `"}`, false},
-		{"token missing", `{"v":1,"deviceId":"d1","platform":"android"}`, false},
-		{"unknown key", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm + `","deviceName":"x"}`, false},
-		{"v missing", `{"deviceId":"d1","platform":"android","token":"` + fcm + `"}`, false},
-		{"filter null", ios(`,"filter":null`), false},
-		{"filter array", ios(`,"filter":[]`), false},
-		{"filter unknown key", ios(`,"filter":{"sources":[],"agentStates":[],"x":1}`), false},
-		{"filter missing array", ios(`,"filter":{"sources":[]}`), false},
-		{"filter unknown source", ios(`,"filter":{"sources":["email"],"agentStates":[]}`), false},
-		{"filter duplicate source", ios(`,"filter":{"sources":["plugin","plugin"],"agentStates":[]}`), false},
-		{"filter duplicate state", ios(`,"filter":{"sources":[],"agentStates":["finished","finished"]}`), false},
-		{"filter non-string", ios(`,"filter":{"sources":[1],"agentStates":[]}`), false},
-		{"not json", `{"v":1,"deviceId":"d1"`, false},
-		{"empty body", ``, false},
-	}
-}
-
 func TestDecodeRegisterRequest(t *testing.T) {
-	for _, tt := range registrationCases() {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := contract.DecodeRegisterRequest([]byte(tt.body))
-			if tt.ok && err != nil {
+	for _, tt := range contracttest.Registrations() {
+		t.Run(tt.Name, func(t *testing.T) {
+			_, err := contract.DecodeRegisterRequest([]byte(tt.Body))
+			if tt.OK && err != nil {
 				t.Fatalf("DecodeRegisterRequest = %v, want nil", err)
 			}
-			if !tt.ok && !errors.Is(err, contract.ErrInvalidRequest) {
+			if !tt.OK && !errors.Is(err, contract.ErrInvalidRequest) {
 				t.Fatalf("DecodeRegisterRequest = %v, want ErrInvalidRequest", err)
 			}
 		})

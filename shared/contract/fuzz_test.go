@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/contract/contracttest"
 )
 
 // FuzzDecodeRegisterRequest checks that the strict decoder never panics and
 // accepts only well-formed JSON objects whose fields pass the rules again.
 func FuzzDecodeRegisterRequest(f *testing.F) {
-	for _, c := range registrationCases() {
-		f.Add([]byte(c.body))
+	for _, c := range contracttest.Registrations() {
+		f.Add([]byte(c.Body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := contract.DecodeRegisterRequest(body)
@@ -40,8 +41,8 @@ func FuzzDecodeRegisterRequest(f *testing.F) {
 // only valid JSON, and that an accepted notification's stored form decodes
 // back to the same notification within the 3000-byte limit.
 func FuzzDecodeSendRequest(f *testing.F) {
-	for _, c := range sendCases() {
-		f.Add([]byte(c.body))
+	for _, c := range contracttest.Sends() {
+		f.Add([]byte(c.Body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := contract.DecodeSendRequest(body)

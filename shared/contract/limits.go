@@ -142,12 +142,12 @@ const (
 
 // Defaults of the contract's PUSH_DEFAULTS.
 const (
-	DefaultAPNSTopic      = "com.stably.orca.mobile"
-	DefaultFCMProjectID   = "onorca-cloud"
-	AndroidChannel        = "orca-desktop"
-	AndroidSilentChannel  = "orca-desktop-silent"
-	DefaultGatewayURL     = "https://push.onorca.dev"
-	ChallengeDomain       = "orca-push-host-challenge/v1"
-	ProofProtocol         = "orca-push-host-proof/v1"
-	ProofVersion     byte = 0x01
+	DefaultAPNSTopic          = "com.stably.orca.mobile"
+	DefaultFCMProjectID       = "onorca-cloud"
+	AndroidChannel            = "orca-desktop"
+	AndroidSilentChannel      = "orca-desktop-silent"
+	DefaultGatewayURL         = "https://push.onorca.dev"
+	ChallengeDomain           = "orca-push-host-challenge/v1"
+	ProofProtocol             = "orca-push-host-proof/v1"
+	ProofVersion         byte = 0x01
 )

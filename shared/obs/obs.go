@@ -6,6 +6,7 @@ package obs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -112,11 +113,23 @@ func Host(fingerprint string) string {
 	return fingerprint
 }
 
-// ErrorType returns the name of err's dynamic type, the only thing about an
-// unexpected error that is logged.
+// ErrorType returns the type name of the innermost error wrapped in err (for
+// example *pgconn.PgError), the only thing about an unexpected error that is
+// logged: an error's text may hold SQL, a token or a provider's words.
 func ErrorType(err error) string {
 	if err == nil {
 		return ""
 	}
-	return fmt.Sprintf("%T", err)
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+				next = j.Unwrap()[0]
+			}
+		}
+		if next == nil {
+			return fmt.Sprintf("%T", err)
+		}
+		err = next
+	}
 }

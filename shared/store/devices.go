@@ -52,8 +52,9 @@ func (s *Store) RegisterDevice(ctx context.Context, host string, r contract.Regi
 		}
 		return tx.tx.QueryRowContext(ctx, `INSERT INTO push_devices
 			(registration_id, host_fingerprint, device_id, platform, token, apns_environment, filter_json,
-			 dead_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $8)
+			 dead_at, created_at, created_seq, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8,
+				(SELECT COALESCE(MAX(created_seq), 0) + 1 FROM push_devices WHERE host_fingerprint = $2), $8)
 			ON CONFLICT (host_fingerprint, device_id) DO UPDATE SET
 				platform = excluded.platform, token = excluded.token,
 				apns_environment = excluded.apns_environment, filter_json = excluded.filter_json,
@@ -72,7 +73,7 @@ func (s *Store) RegisterDevice(ctx context.Context, host string, r contract.Regi
 func (s *Store) Devices(ctx context.Context, host string) ([]contract.Device, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT registration_id, device_id, platform, dead_at IS NOT NULL
 		FROM push_devices WHERE host_fingerprint = $1
-		ORDER BY created_at, registration_id LIMIT $2`, host, contract.MaxListedDevices)
+		ORDER BY created_seq LIMIT $2`, host, contract.MaxListedDevices)
 	if err != nil {
 		return nil, fmt.Errorf("list devices: %w", err)
 	}
@@ -124,4 +125,23 @@ func (s *Store) Device(ctx context.Context, registrationID string) (Device, erro
 	d.APNSEnvironment = contract.APNSEnvironment(env.String)
 	d.Dead = dead.Valid
 	return d, nil
+}
+
+// MarkDeviceDead marks d's registration dead, but only while its token,
+// platform and APNs environment are still the ones d was read with: a token
+// refreshed by re-registration during a send is not retired
+// (reference-behaviour §6). It reports whether the row changed.
+func (s *Store) MarkDeviceDead(ctx context.Context, d Device, now int64) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE push_devices SET dead_at = $1, updated_at = $1
+		WHERE registration_id = $2 AND token = $3 AND platform = $4
+			AND COALESCE(apns_environment, '') = $5 AND dead_at IS NULL`,
+		now, d.RegistrationID, d.Token, string(d.Platform), string(d.APNSEnvironment))
+	if err != nil {
+		return false, fmt.Errorf("mark device dead: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("mark device dead: %w", err)
+	}
+	return n == 1, nil
 }

@@ -40,10 +40,13 @@ CREATE TABLE push_devices (
     filter_json      TEXT,
     dead_at          BIGINT,
     created_at       BIGINT NOT NULL,
+    -- created_seq orders a host's registrations by creation when several
+    -- share a millisecond; it is assigned under the host lock.
+    created_seq      BIGINT NOT NULL,
     updated_at       BIGINT NOT NULL,
     UNIQUE (host_fingerprint, device_id)
 );
-CREATE INDEX push_devices_host_created ON push_devices (host_fingerprint, created_at);
+CREATE INDEX push_devices_host_created ON push_devices (host_fingerprint, created_seq);
 
 CREATE TABLE push_events (
     event_id         TEXT PRIMARY KEY,
@@ -101,3 +104,8 @@ CREATE INDEX push_delivery_batches_due ON push_delivery_batches (state, due_at);
 CREATE INDEX push_delivery_batches_registration ON push_delivery_batches (registration_id, state);
 CREATE INDEX push_delivery_batches_expires ON push_delivery_batches (expires_at);
 CREATE INDEX push_delivery_batches_finished ON push_delivery_batches (finished_at);
+-- Admission reads a registration's pending batches: the open one (due in the
+-- future, so the range on due_at stays short) and the unleased ones a
+-- dismissal may cancel.
+CREATE INDEX push_delivery_batches_pending ON push_delivery_batches (registration_id, due_at)
+    WHERE state = 'pending';

@@ -1,0 +1,122 @@
+// Package contracttest holds request bodies that break each rule of the
+// contract, shared by the decoder tests and the handler tests (which check
+// that each refused body changes no row). It must only be imported by tests.
+package contracttest
+
+import "strings"
+
+// Case is one request body and whether the contract accepts it.
+type Case struct {
+	Name string
+	Body string
+	OK   bool
+}
+
+// Registrations returns registration bodies, valid and not: every field
+// wrong in each way (reference-behaviour §2.3 with the decisions table).
+func Registrations() []Case {
+	hex64 := strings.Repeat("ab", 32)
+	fcm := strings.Repeat("a", 40) + ":_.-"
+	ios := func(extra string) string {
+		return `{"v":1,"deviceId":"d1","platform":"ios","token":"` + hex64 + `","apnsEnvironment":"sandbox"` + extra + `}`
+	}
+	return []Case{
+		{"ios", ios(""), true},
+		{"ios with filter", ios(`,"filter":{"sources":["plugin","terminal-bell"],"agentStates":["finished"]}`), true},
+		{"ios empty filter arrays", ios(`,"filter":{"sources":[],"agentStates":[]}`), true},
+		{"ios 32 hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + hex64[:32] + `","apnsEnvironment":"production"}`, true},
+		{"ios 4096 hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + strings.Repeat("a", 4096) + `","apnsEnvironment":"production"}`, true},
+		{"android", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm + `"}`, true},
+		{"ios 4098 hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + strings.Repeat("a", 4098) + `","apnsEnvironment":"production"}`, false},
+		{"ios odd hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"abc","apnsEnvironment":"sandbox"}`, false},
+		{"ios empty token", `{"v":1,"deviceId":"d1","platform":"ios","token":"","apnsEnvironment":"sandbox"}`, false},
+		{"ios non-hex", `{"v":1,"deviceId":"d1","platform":"ios","token":"zz","apnsEnvironment":"sandbox"}`, false},
+		{"ios spaces", `{"v":1,"deviceId":"d1","platform":"ios","token":"ab cd ","apnsEnvironment":"sandbox"}`, false},
+		{"ios no environment", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + hex64 + `"}`, false},
+		{"ios bad environment", `{"v":1,"deviceId":"d1","platform":"ios","token":"` + hex64 + `","apnsEnvironment":"dev"}`, false},
+		{"android with environment", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm + `","apnsEnvironment":"sandbox"}`, false},
+		{"android short token", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm[:31] + `"}`, false},
+		{"android bad char", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm + `/"}`, false},
+		{"android long token", `{"v":1,"deviceId":"d1","platform":"android","token":"` + strings.Repeat("a", 4097) + `"}`, false},
+		{"platform unknown", `{"v":1,"deviceId":"d1","platform":"web","token":"` + fcm + `"}`, false},
+		{"platform number", `{"v":1,"deviceId":"d1","platform":1,"token":"` + fcm + `"}`, false},
+		{"device id empty", `{"v":1,"deviceId":"","platform":"android","token":"` + fcm + `"}`, false},
+		{"device id 129", `{"v":1,"deviceId":"` + strings.Repeat("d", 129) + `","platform":"android","token":"` + fcm + `"}`, false},
+		{"device id missing", `{"v":1,"platform":"android","token":"` + fcm + `"}`, false},
+		{"device id null", `{"v":1,"deviceId":null,"platform":"android","token":"` + fcm + `"}`, false},
+		{"token missing", `{"v":1,"deviceId":"d1","platform":"android"}`, false},
+		{"unknown key", `{"v":1,"deviceId":"d1","platform":"android","token":"` + fcm + `","deviceName":"x"}`, false},
+		{"v missing", `{"deviceId":"d1","platform":"android","token":"` + fcm + `"}`, false},
+		{"filter null", ios(`,"filter":null`), false},
+		{"filter array", ios(`,"filter":[]`), false},
+		{"filter unknown key", ios(`,"filter":{"sources":[],"agentStates":[],"x":1}`), false},
+		{"filter missing array", ios(`,"filter":{"sources":[]}`), false},
+		{"filter unknown source", ios(`,"filter":{"sources":["email"],"agentStates":[]}`), false},
+		{"filter duplicate source", ios(`,"filter":{"sources":["plugin","plugin"],"agentStates":[]}`), false},
+		{"filter duplicate state", ios(`,"filter":{"sources":[],"agentStates":["finished","finished"]}`), false},
+		{"filter non-string", ios(`,"filter":{"sources":[1],"agentStates":[]}`), false},
+		{"not json", `{"v":1,"deviceId":"d1"`, false},
+		{"empty body", ``, false},
+	}
+}
+
+// SendJSON returns a valid /v1/send body to registration "r1" whose
+// notification has the given extra fields (a JSON fragment, or "").
+func SendJSON(fields string) string {
+	base := `"notificationSeq":1,"notificationEpoch":"e1","source":"agent-task-complete","agentState":null,"title":"t","body":""`
+	if fields != "" {
+		base += "," + fields
+	}
+	return `{"v":1,"registrationIds":["r1"],"notification":{` + base + `}}`
+}
+
+// Sends returns /v1/send bodies, valid and not: every field wrong in each
+// way (reference-behaviour §2.3).
+func Sends() []Case {
+	long := func(n int, s string) string { return strings.Repeat(s, n) }
+	return []Case{
+		{"minimal", SendJSON(""), true},
+		{"full", SendJSON(`"notificationId":"n1","sound":false,"kind":"alert","expiresAt":1,"worktreeId":"w"`), true},
+		{"dismissal", SendJSON(`"notificationId":"n1","kind":"dismiss"`), true},
+		{"title 80 astral units", strings.Replace(SendJSON(""), `"title":"t"`, `"title":"`+long(40, "😀")+`"`, 1), true},
+		{"title 81 units", strings.Replace(SendJSON(""), `"title":"t"`, `"title":"`+long(40, "😀")+`a"`, 1), false},
+		{"title empty", strings.Replace(SendJSON(""), `"title":"t"`, `"title":""`, 1), false},
+		{"body 180", strings.Replace(SendJSON(""), `"body":""`, `"body":"`+long(180, "é")+`"`, 1), true},
+		{"body 181", strings.Replace(SendJSON(""), `"body":""`, `"body":"`+long(181, "b")+`"`, 1), false},
+		{"id 2048", SendJSON(`"notificationId":"` + long(2048, "%") + `"`), true},
+		{"id 2049", SendJSON(`"notificationId":"` + long(2049, "a") + `"`), false},
+		{"id empty", SendJSON(`"notificationId":""`), false},
+		{"id newline", SendJSON(`"notificationId":"a\nb"`), false},
+		{"id tab", SendJSON(`"notificationId":"a\tb"`), false},
+		{"id nul", SendJSON(`"notificationId":"a\u0000b"`), false},
+		{"id non-ascii", SendJSON(`"notificationId":"émoji"`), false},
+		{"worktree 1100 wide", SendJSON(`"worktreeId":"` + long(1100, "界") + `"`), false},
+		{"worktree 2049", SendJSON(`"worktreeId":"` + long(2049, "w") + `"`), false},
+		{"worktree empty", SendJSON(`"worktreeId":""`), false},
+		{"worktree null", SendJSON(`"worktreeId":null`), false},
+		{"seq negative", strings.Replace(SendJSON(""), `"notificationSeq":1`, `"notificationSeq":-1`, 1), false},
+		{"seq fraction", strings.Replace(SendJSON(""), `"notificationSeq":1`, `"notificationSeq":1.5`, 1), false},
+		{"seq max safe", strings.Replace(SendJSON(""), `"notificationSeq":1`, `"notificationSeq":9007199254740991`, 1), true},
+		{"seq over max safe", strings.Replace(SendJSON(""), `"notificationSeq":1`, `"notificationSeq":9007199254740993`, 1), false},
+		{"seq string", strings.Replace(SendJSON(""), `"notificationSeq":1`, `"notificationSeq":"1"`, 1), false},
+		{"epoch empty", strings.Replace(SendJSON(""), `"notificationEpoch":"e1"`, `"notificationEpoch":""`, 1), false},
+		{"epoch 129", strings.Replace(SendJSON(""), `"notificationEpoch":"e1"`, `"notificationEpoch":"`+long(129, "e")+`"`, 1), false},
+		{"source unknown", strings.Replace(SendJSON(""), `"agent-task-complete"`, `"email"`, 1), false},
+		{"agent state missing", strings.Replace(SendJSON(""), `"agentState":null,`, ``, 1), false},
+		{"agent state unknown", strings.Replace(SendJSON(""), `"agentState":null`, `"agentState":"working"`, 1), false},
+		{"agent state needs input", strings.Replace(SendJSON(""), `"agentState":null`, `"agentState":"needs-input"`, 1), true},
+		{"sound string", SendJSON(`"sound":"no"`), false},
+		{"kind unknown", SendJSON(`"kind":"update"`), false},
+		{"dismissal without id", SendJSON(`"kind":"dismiss"`), false},
+		{"expires zero", SendJSON(`"expiresAt":0`), false},
+		{"expires negative", SendJSON(`"expiresAt":-5`), false},
+		{"unknown notification key", SendJSON(`"paneKey":"p"`), false},
+		{"unknown top key", strings.Replace(SendJSON(""), `{"v":1,`, `{"v":1,"x":true,`, 1), false},
+		{"no ids", strings.Replace(SendJSON(""), `["r1"]`, `[]`, 1), false},
+		{"21 copies of one id", strings.Replace(SendJSON(""), `["r1"]`, `[`+strings.TrimSuffix(long(21, `"r1",`), ",")+`]`, 1), false},
+		{"20 copies of one id", strings.Replace(SendJSON(""), `["r1"]`, `[`+strings.TrimSuffix(long(20, `"r1",`), ",")+`]`, 1), true},
+		{"id not string", strings.Replace(SendJSON(""), `["r1"]`, `[1]`, 1), false},
+		{"ids not array", strings.Replace(SendJSON(""), `["r1"]`, `"r1"`, 1), false},
+		{"notification missing", `{"v":1,"registrationIds":["r1"]}`, false},
+	}
+}

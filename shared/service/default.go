@@ -1,0 +1,92 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/config"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/httpx"
+)
+
+// process is the deployed function's Service, built on first use from the
+// environment. A configuration error is kept (it will not heal); a database
+// that cannot be reached is retried on the next request.
+type process struct {
+	// mu guards svc, err and handlers.
+	mu       sync.Mutex
+	svc      *Service
+	err      error
+	handlers map[string]http.Handler
+}
+
+// deployed is the one Service of a deployed function process; see process.
+var deployed process
+
+// Serve is the framework entry of the function name: it serves
+// handler(Default()), building the handler once. When the Service cannot be
+// built it answers 503 dependency_unavailable.
+func Serve(w http.ResponseWriter, r *http.Request, name string, handler func(*Service) http.Handler) {
+	h, err := deployed.handler(name, handler)
+	if err != nil {
+		httpx.WriteError(w, contract.ErrDependencyUnavailable)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+func (p *process) handler(name string, build func(*Service) http.Handler) (http.Handler, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil, p.err
+	}
+	if p.svc == nil {
+		log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+		cfg, err := config.Load(os.Getenv)
+		if err != nil {
+			log.Error("orca_push_config_invalid", slog.String("detail", err.Error()))
+			p.err = err
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		svc, err := New(ctx, Options{Config: cfg, Clock: clock.Real{}, Log: log})
+		if err != nil {
+			log.Error("orca_push_start_failed", slog.String("error", "store"))
+			return nil, err
+		}
+		p.svc = svc
+		p.handlers = make(map[string]http.Handler)
+		go svc.Counters.Run(context.Background(), time.Minute)
+		go drainOnSIGTERM(svc)
+	}
+	h, ok := p.handlers[name]
+	if !ok {
+		h = build(p.svc)
+		p.handlers[name] = h
+	}
+	return h, nil
+}
+
+// drainOnSIGTERM stops admission when Cloud Run sends SIGTERM, waits for the
+// running requests within the platform's 10 s grace (9 s, as the reference
+// does), flushes the counters and exits.
+func drainOnSIGTERM(s *Service) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	<-ch
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
+	defer cancel()
+	s.Edge.Drain(ctx)
+	s.Counters.Flush()
+	s.Close()
+	os.Exit(0)
+}

@@ -1,0 +1,105 @@
+// Package service is the process's dependency set: configuration, clock,
+// store, the HTTP edge, host authentication, counters and, for delivery, the
+// scheduler and providers. Each function package exports
+// Handler(*Service), so the deployed entry point, the emulator and tests mount
+// the same handler with their own Service.
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/config"
+	"onorca.dev/push/shared/delivery"
+	"onorca.dev/push/shared/hostauth"
+	"onorca.dev/push/shared/httpx"
+	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/store"
+)
+
+// Service holds everything a function needs. Its fields are set by New and
+// never change.
+type Service struct {
+	Config   config.Config
+	Clock    clock.Clock
+	Log      *slog.Logger
+	Counters *obs.Counters
+	Store    *store.Store
+	Edge     *httpx.Edge
+	Auth     *hostauth.Service
+	// Admission accepts /v1/send.
+	Admission *delivery.Admission
+}
+
+// Options are the parts a caller may supply; New builds the rest.
+type Options struct {
+	Config config.Config
+	Clock  clock.Clock
+	Log    *slog.Logger
+	// Store is an open store; when nil, New opens the one Config names.
+	Store *store.Store
+	// Rand is the randomness source (crypto/rand.Reader when nil).
+	Rand io.Reader
+	// Scheduler receives the batches admission commits; when nil,
+	// delivery.NopScheduler (the sweep then finds them).
+	Scheduler delivery.Scheduler
+}
+
+// New builds a Service. It opens the store (applying migrations) unless one is
+// given.
+func New(ctx context.Context, o Options) (*Service, error) {
+	if o.Clock == nil || o.Log == nil {
+		return nil, errors.New("service: New needs Clock and Log")
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Reader
+	}
+	if o.Scheduler == nil {
+		o.Scheduler = delivery.NopScheduler{}
+	}
+	st := o.Store
+	if st == nil {
+		var err error
+		st, err = store.Open(ctx, store.Options{
+			DatabaseURL:      o.Config.DatabaseURL,
+			CloudSQLInstance: o.Config.CloudSQLInstance,
+			DataDir:          o.Config.DataDir,
+			PoolMax:          o.Config.PoolMax,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("service: %w", err)
+		}
+	}
+	s := &Service{Config: o.Config, Clock: o.Clock, Log: o.Log, Counters: obs.NewCounters(o.Log), Store: st}
+	var err error
+	s.Auth, err = hostauth.NewService(hostauth.Options{
+		Store: st, Clock: o.Clock, Counters: s.Counters, Origin: o.Config.PublicURL, Rand: o.Rand,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	s.Admission, err = delivery.NewAdmission(delivery.Options{
+		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: o.Scheduler, Coalesce: o.Config.Coalesce,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	s.Edge, err = httpx.NewEdge(httpx.Options{
+		Clock: o.Clock, Counters: s.Counters, Log: o.Log,
+		TrustedProxyHops: o.Config.TrustedProxyHops,
+		Ready:            st.Ping,
+		Lookup:           s.Auth.Lookup,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	return s, nil
+}
+
+// Close releases the store.
+func (s *Service) Close() error { return s.Store.Close() }
