@@ -22,10 +22,7 @@ func (g *gateway) challenge(t *testing.T, kp hostclient.Keypair) (contract.Chall
 	if status != http.StatusOK {
 		t.Fatalf("challenge = %d %s", status, body)
 	}
-	var c contract.ChallengeResponse
-	if err := json.Unmarshal([]byte(body), &c); err != nil {
-		t.Fatal(err)
-	}
+	c := decodeChallenge(t, body)
 	proof, err := hostclient.Answer(kp, g.srv.URL, c, g.clock.Now())
 	if err != nil {
 		t.Fatalf("Answer: %v", err)
@@ -38,7 +35,7 @@ func (g *gateway) session(t *testing.T, challengeID, proof string) (int, string)
 	return g.do(t, "POST", "/v1/host/session", `{"v":1,"challengeId":"`+challengeID+`","proofB64":"`+proof+`"}`, g.freshIP())
 }
 
-func mustKeypair(t *testing.T) hostclient.Keypair {
+func mustKeypair(t testing.TB) hostclient.Keypair {
 	t.Helper()
 	kp, err := hostclient.GenerateKeypair(randReader{})
 	if err != nil {
@@ -274,4 +271,13 @@ func TestClientReauthenticates(t *testing.T) {
 			}
 		})
 	}
+}
+
+func decodeChallenge(t testing.TB, body string) contract.ChallengeResponse {
+	t.Helper()
+	var c contract.ChallengeResponse
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -36,13 +36,13 @@ type gateway struct {
 
 // mustGateway serves every public route on a fresh database of d, with a
 // manual clock.
-func mustGateway(t *testing.T, d storetest.Dialect) *gateway {
+func mustGateway(t testing.TB, d storetest.Dialect) *gateway {
 	t.Helper()
 	return mustGatewayOn(t, d.Options(t))
 }
 
 // mustGatewayOn serves every public route on the database opts names.
-func mustGatewayOn(t *testing.T, opts store.Options) *gateway {
+func mustGatewayOn(t testing.TB, opts store.Options) *gateway {
 	t.Helper()
 	clk := clock.NewManual(start)
 	srv := httptest.NewUnstartedServer(nil)
@@ -70,7 +70,7 @@ func mustGatewayOn(t *testing.T, opts store.Options) *gateway {
 }
 
 // mustHost returns a signed-out host client of a new key pair.
-func (g *gateway) mustHost(t *testing.T) *hostclient.Client {
+func (g *gateway) mustHost(t testing.TB) *hostclient.Client {
 	t.Helper()
 	kp, err := hostclient.GenerateKeypair(rand.Reader)
 	if err != nil {
@@ -84,7 +84,7 @@ func (g *gateway) mustHost(t *testing.T) *hostclient.Client {
 }
 
 // do sends a raw request and returns the status and body.
-func (g *gateway) do(t *testing.T, method, path, body string, header http.Header) (int, string) {
+func (g *gateway) do(t testing.TB, method, path, body string, header http.Header) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, g.srv.URL+path, strings.NewReader(body))
 	if err != nil {

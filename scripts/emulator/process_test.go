@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/hostclient"
+)
+
+// emulatorBinary builds the emulator once per test binary.
+var emulatorBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "orca-push-emulator")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "emulator")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", errors.New(string(out))
+	}
+	return bin, nil
+})
+
+type process struct {
+	cmd    *exec.Cmd
+	origin string
+}
+
+// startEmulator starts the built emulator as a separate process on a free
+// port with a data directory of its own, and waits for its ready line.
+func startEmulator(t testing.TB, env ...string) *process {
+	t.Helper()
+	bin, err := emulatorBinary()
+	if err != nil {
+		t.Fatalf("build emulator: %v", err)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), append([]string{"ORCA_PUSH_DATA_DIR=" + t.TempDir()}, env...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	ready := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if line := lines.Text(); strings.Contains(line, "ready on ") {
+				ready <- strings.Fields(strings.SplitN(line, "ready on ", 2)[1])[0]
+			}
+		}
+	}()
+	select {
+	case origin := <-ready:
+		return &process{cmd: cmd, origin: origin}
+	case <-time.After(30 * time.Second): // a process boundary
+		t.Fatal("emulator printed no ready line")
+		return nil
+	}
+}
+
+func TestEmulatorEndToEnd(t *testing.T) {
+	p := startEmulator(t)
+	ctx := context.Background()
+	kp, err := hostclient.GenerateKeypair(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := hostclient.New(hostclient.Options{BaseURL: p.origin, Keypair: kp, HTTPClient: http.DefaultClient, Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := h.Register(ctx, hostclient.RegisterParams{DeviceID: "phone", Platform: contract.PlatformIOS,
+		Token: strings.Repeat("0a", 32), APNSEnvironment: contract.APNSSandbox})
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	list, err := h.Devices(ctx)
+	if err != nil || len(list) != 1 || list[0].RegistrationID != id {
+		t.Fatalf("Devices = %v, %v", list, err)
+	}
+	if err := h.Delete(ctx, id); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if err := h.Delete(ctx, id); !errors.Is(err, contract.ErrNotFound) {
+		t.Fatalf("second Delete = %v, want not_found", err)
+	}
+	// SIGTERM drains and exits cleanly.
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+}
+
+func TestEmulatorManualClock(t *testing.T) {
+	p := startEmulator(t, "ORCA_PUSH_MANUAL_CLOCK=1")
+	get := func() int64 {
+		resp, err := http.Get(p.origin + "/_emulator/clock")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b [64]byte
+		n, _ := resp.Body.Read(b[:])
+		s := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(string(b[:n])), `{"now":`), "}")
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("clock body %q", b[:n])
+		}
+		return v
+	}
+	before := get()
+	resp, err := http.Post(p.origin+"/_emulator/clock", "application/json", strings.NewReader(`{"advanceMs":2500}`))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("advance: %v %v", resp, err)
+	}
+	if after := get(); after != before+2500 {
+		t.Fatalf("clock = %d, want %d", after, before+2500)
+	}
+	resp, _ = http.Post(p.origin+"/_emulator/clock", "application/json", strings.NewReader(`{"advanceMs":-1}`))
+	if resp.StatusCode != 400 {
+		t.Fatalf("negative advance = %d, want 400", resp.StatusCode)
+	}
+}
+
+func TestRealClockHasNoClockRoute(t *testing.T) {
+	p := startEmulator(t)
+	resp, err := http.Get(p.origin + "/_emulator/clock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("GET /_emulator/clock = %d, want 404", resp.StatusCode)
+	}
+}
+
+// BenchmarkColdStart measures, with the binary already built, the time from
+// process start to the first 200 on /health, and the idle RSS after it.
+func BenchmarkColdStart(b *testing.B) {
+	if _, err := emulatorBinary(); err != nil {
+		b.Fatal(err)
+	}
+	var rss float64
+	var total time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		p := startEmulator(b)
+		for {
+			resp, err := http.Get(p.origin + "/health")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
+			}
+		}
+		total += time.Since(t0)
+		n++
+		time.Sleep(500 * time.Millisecond) // let it go idle
+		rss = rssMiB(b, p.cmd.Process.Pid)
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		p.cmd.Wait()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "ms-to-health")
+	b.ReportMetric(rss, "idle-rss-MiB")
+}
+
+func rssMiB(b testing.TB, pid int) float64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
