@@ -1,0 +1,86 @@
+package standin
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// Provider names a stand-in.
+type Provider string
+
+// The stand-ins, as the inbox and faults name them.
+const (
+	APNS Provider = "apns"
+	FCM  Provider = "fcm"
+)
+
+// The hosts the real providers would see (design.md, "The emulator").
+const (
+	HostAPNSProduction = "api.push.apple.com"
+	HostAPNSSandbox    = "api.sandbox.push.apple.com"
+	HostFCM            = "fcm.googleapis.com"
+)
+
+// Delivery is one request a stand-in received, as /_emulator/inbox shows it.
+type Delivery struct {
+	Provider Provider `json:"provider"`
+	// Status is what the stand-in answered: 200 when accepted, 0 when an
+	// injected hang or reset left the request unanswered.
+	Status int `json:"status"`
+	// ReceivedAt is the shared clock's reading in epoch milliseconds.
+	ReceivedAt int64  `json:"receivedAt"`
+	Method     string `json:"method"`
+	// Path has no query string.
+	Path string `json:"path"`
+	// Host is the real provider's host name, not the stand-in's address.
+	Host string `json:"host"`
+	// Headers holds lower-case names and their values joined by ", ", with
+	// no HTTP/2 pseudo-headers.
+	Headers map[string]string `json:"headers"`
+	// Body is the request's JSON as received, or null when it was not JSON.
+	Body json.RawMessage `json:"body"`
+}
+
+// Inbox returns every recorded request in arrival order.
+func (s *Server) Inbox() []Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Delivery(nil), s.inbox...)
+}
+
+// ClearInbox forgets every recorded request.
+func (s *Server) ClearInbox() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inbox = nil
+}
+
+// recordLocked appends d; s.mu must be held. Past InboxLimit the oldest
+// half is dropped.
+func (s *Server) recordLocked(d Delivery) {
+	if s.inboxLimit > 0 && len(s.inbox) >= 2*s.inboxLimit {
+		s.inbox = append([]Delivery(nil), s.inbox[len(s.inbox)-s.inboxLimit:]...)
+	}
+	s.inbox = append(s.inbox, d)
+}
+
+// newDelivery starts an inbox entry for r, whose body was read as body.
+func (s *Server) newDelivery(p Provider, host string, r *http.Request, body []byte) Delivery {
+	h := make(map[string]string, len(r.Header))
+	for k, v := range r.Header {
+		h[strings.ToLower(k)] = strings.Join(v, ", ")
+	}
+	d := Delivery{
+		Provider:   p,
+		ReceivedAt: s.clock.Now().UnixMilli(),
+		Method:     r.Method,
+		Path:       r.URL.Path,
+		Host:       host,
+		Headers:    h,
+	}
+	if json.Valid(body) {
+		d.Body = json.RawMessage(body)
+	}
+	return d
+}

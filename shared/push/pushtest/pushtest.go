@@ -1,0 +1,100 @@
+package pushtest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/push"
+)
+
+// Host is the host fingerprint of every case.
+const Host = "AbCdEfGhIjKlMnOp"
+
+// Now is the clock reading (epoch ms) the cases are built at; Deadline is
+// a fresh event's deadline, EventLifetime later.
+const (
+	Now      int64 = 1_800_000_000_000
+	Deadline       = Now + int64(contract.EventLifetime/time.Millisecond)
+)
+
+// Case is one golden payload case.
+type Case struct {
+	// Name names the golden file: testdata/<Name>.golden.
+	Name    string
+	Members []contract.Notification
+}
+
+// Message builds the case's message at Deadline.
+func (c Case) Message() push.Message { return push.Build(Host, c.Members, Deadline) }
+
+// Cases returns the payload cases every provider pins (issue 4): a single
+// alert, a silent alert, a summary of 3 with needs-input, a summary of 2
+// updates, a dismissal, and an alert without an id.
+func Cases() []Case {
+	f := false
+	alert := contract.Notification{
+		NotificationID: "n-1", Seq: 7, Epoch: "epoch-1",
+		Source: contract.SourceAgentTaskComplete, AgentState: contract.AgentFinished,
+		Title: `Build "main" finished`, Body: "All 112 tests passed <ok> & done ✓ 🎉",
+		WorktreeID: "wt-main",
+	}
+	silent := alert
+	silent.Sound = &f
+	silent.AgentState = contract.AgentNeedsInput
+	member := func(id string, seq int64, state contract.AgentState) contract.Notification {
+		n := alert
+		n.NotificationID, n.Seq, n.AgentState = id, seq, state
+		n.WorktreeID = "wt-" + id
+		return n
+	}
+	dismiss := alert
+	dismiss.Kind, dismiss.Seq = contract.KindDismiss, 8
+	bell := contract.Notification{
+		Seq: 3, Epoch: "epoch-1", Source: contract.SourceTerminalBell,
+		Title: "Terminal bell", Body: "tab 2",
+	}
+	return []Case{
+		{Name: "single_alert", Members: []contract.Notification{alert}},
+		{Name: "silent_alert", Members: []contract.Notification{silent}},
+		{Name: "summary_needs_input", Members: []contract.Notification{
+			member("a", 1, contract.AgentFinished),
+			member("b", 2, contract.AgentNeedsInput),
+			member("c", 3, ""),
+		}},
+		{Name: "summary_updates", Members: []contract.Notification{
+			member("a", 1, contract.AgentFinished),
+			member("b", 2, ""),
+		}},
+		{Name: "dismissal", Members: []contract.Notification{dismiss}},
+		{Name: "alert_without_id", Members: []contract.Notification{bell}},
+	}
+}
+
+// Golden compares got with testdata/<name>.golden, or rewrites the file
+// when update is set (the -update flag of the calling test).
+func Golden(t *testing.T, update bool, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, cmp.Diff(string(want), string(got)))
+	}
+}
