@@ -6,7 +6,10 @@
 package gateway
 
 import (
+	_ "onorca.dev/push/functions/deliver"
 	_ "onorca.dev/push/functions/devices"
 	_ "onorca.dev/push/functions/hostchallenge"
 	_ "onorca.dev/push/functions/hostsession"
+	_ "onorca.dev/push/functions/send"
+	_ "onorca.dev/push/functions/sweep"
 )

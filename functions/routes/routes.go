@@ -10,6 +10,7 @@ import (
 	"onorca.dev/push/functions/devices"
 	"onorca.dev/push/functions/hostchallenge"
 	"onorca.dev/push/functions/hostsession"
+	"onorca.dev/push/functions/send"
 	"onorca.dev/push/shared/service"
 )
 
@@ -23,6 +24,7 @@ func Public(s *service.Service) *http.ServeMux {
 	dev := devices.Handler(s)
 	mux.Handle("/v1/devices", dev)
 	mux.Handle("/v1/devices/", dev)
+	mux.Handle("/v1/send", send.Handler(s))
 	mux.Handle("/health", challenge)
 	mux.Handle("/ready", challenge)
 	return mux

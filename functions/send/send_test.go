@@ -2,6 +2,7 @@ package send_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/contract/contracttest"
+	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
 
@@ -156,8 +158,8 @@ func moreSends() []contracttest.Case {
 		return `{"v":1,"registrationIds":["r1"],"notification":` + string(b) + `}`
 	}
 	return []contracttest.Case{
-		{Name: "notification of exactly 3000 bytes", Body: sized(0), OK: true},
-		{Name: "notification of 3001 bytes", Body: sized(1)},
+		{Name: "notification at the byte limit", Body: sized(0), OK: true},
+		{Name: "notification one byte over the limit", Body: sized(1)},
 		{Name: "v 2", Body: repl(`"v":1`, `"v":2`)},
 		{Name: "v missing", Body: repl(`"v":1,`, ``)},
 		{Name: "v string", Body: repl(`"v":1`, `"v":"1"`)},
@@ -227,5 +229,39 @@ func TestSendEdge(t *testing.T) {
 			}
 			g.mustUnchanged(t, before)
 		})
+	}
+}
+
+// TestSendRoundTrips counts the SQL round trips of whole requests through a
+// proxy in front of PostgreSQL: the bearer lookup, then admission (see
+// delivery's TestRoundTrips for each path). Run with -v for the numbers.
+func TestSendRoundTrips(t *testing.T) {
+	opts, rt := storetest.CountingPostgres(t)
+	s, err := store.Open(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	g := mustGateway(t, s)
+	h := g.mustHost(t)
+	var phones []string
+	for i := range 5 {
+		phones = append(phones, h.mustDevice(t, fmt.Sprintf("phone%d", i)))
+	}
+	for _, tt := range []struct {
+		regs int
+		max  int64
+	}{{1, 7}, {5, 27}} {
+		var got int64
+		for seq := range 4 { // the first requests prepare the statements
+			g.clock.Advance(contract.DefaultCoalesce)
+			before := rt.Load()
+			h.mustSend(t, alert("n", int64(100*tt.regs+seq)), phones[:tt.regs]...)
+			got = rt.Load() - before
+		}
+		t.Logf("new alert to %d registrations: %d round trips, %.1f per registration", tt.regs, got, float64(got)/float64(tt.regs))
+		if got > tt.max {
+			t.Errorf("new alert to %d registrations: %d round trips, want at most %d", tt.regs, got, tt.max)
+		}
 	}
 }

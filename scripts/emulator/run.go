@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"time"
 
-	"onorca.dev/push/functions/routes"
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/service"
@@ -51,20 +50,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		clk = manualClock
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc, err := service.New(ctx, service.Options{Config: cfg, Clock: clk, Log: log})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	em, err := newEmulator(ctx, cfg, clk, manualClock, origin, log)
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
-
-	mux := routes.Public(svc)
-	control := &control{clock: manualClock}
-	control.install(mux)
+	defer em.close()
+	svc := em.svc
+	mux := em.mux()
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	go svc.Counters.Run(ctx, time.Minute)
+	if manualClock == nil {
+		go em.sweepEveryMinute(ctx)
+	}
 	fmt.Fprintf(stdout, "orca-push emulator ready on %s (%s, %s clock)\n", origin, svc.Store.Dialect(), clockName(manualClock))
 
 	select {
@@ -74,8 +77,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	// Drain as a deployed function does: refuse new requests, let running
 	// ones finish.
-	sctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
-	defer cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), 9*time.Second)
+	defer scancel()
 	svc.Edge.Drain(sctx)
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -88,4 +91,33 @@ func clockName(m *clock.Manual) string {
 		return "manual"
 	}
 	return "real"
+}
+
+// emulator is the whole local gateway: the service, what stands in for
+// Google and Apple, and the control API.
+type emulator struct {
+	*control
+}
+
+// newEmulator builds the emulator for the given configuration and clock
+// (manualClock is nil with the real clock).
+func newEmulator(ctx context.Context, cfg config.Config, clk clock.Clock, manualClock *clock.Manual, origin string, log *slog.Logger) (*emulator, error) {
+	local, err := startLocal(ctx, clk, manualClock != nil, cfg, origin)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := service.New(ctx, service.Options{
+		Config: cfg, Clock: clk, Log: log,
+		Scheduler: local.scheduler, APNS: local.apns, FCM: local.fcm,
+	})
+	if err != nil {
+		local.close()
+		return nil, err
+	}
+	return &emulator{&control{svc: svc, clock: manualClock, local: local}}, nil
+}
+
+func (e *emulator) close() {
+	e.local.close()
+	e.svc.Close()
 }

@@ -58,7 +58,14 @@ func (p *process) handler(name string, build func(*Service) http.Handler) (http.
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		svc, err := New(ctx, Options{Config: cfg, Clock: clock.Real{}, Log: log})
+		deps, err := deployedDeps(ctx, cfg, clock.Real{})
+		if err != nil {
+			log.Error("orca_push_start_failed", slog.String("error", "providers"))
+			p.err = err
+			return nil, err
+		}
+		deps.Config, deps.Clock, deps.Log = cfg, clock.Real{}, log
+		svc, err := New(ctx, deps)
 		if err != nil {
 			log.Error("orca_push_start_failed", slog.String("error", "store"))
 			return nil, err

@@ -34,6 +34,10 @@ type Service struct {
 	Auth     *hostauth.Service
 	// Admission accepts /v1/send.
 	Admission *delivery.Admission
+	// Deliverer delivers batches for the deliver function.
+	Deliverer *delivery.Deliverer
+	// Sweeper is the sweep function's work.
+	Sweeper *delivery.Sweeper
 }
 
 // Options are the parts a caller may supply; New builds the rest.
@@ -48,6 +52,10 @@ type Options struct {
 	// Scheduler receives the batches admission commits; when nil,
 	// delivery.NopScheduler (the sweep then finds them).
 	Scheduler delivery.Scheduler
+	// APNS and FCM send to the providers; when nil, every send to that
+	// platform ends as a terminal apns_not_configured or fcm_not_configured.
+	APNS delivery.Provider
+	FCM  delivery.Provider
 }
 
 // New builds a Service. It opens the store (applying migrations) unless one is
@@ -61,6 +69,12 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	}
 	if o.Scheduler == nil {
 		o.Scheduler = delivery.NopScheduler{}
+	}
+	if o.APNS == nil {
+		o.APNS = delivery.Unconfigured("apns_not_configured")
+	}
+	if o.FCM == nil {
+		o.FCM = delivery.Unconfigured("fcm_not_configured")
 	}
 	st := o.Store
 	if st == nil {
@@ -85,6 +99,18 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	}
 	s.Admission, err = delivery.NewAdmission(delivery.Options{
 		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: o.Scheduler, Coalesce: o.Config.Coalesce,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	s.Deliverer, err = delivery.NewDeliverer(delivery.DelivererOptions{
+		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: o.Scheduler, APNS: o.APNS, FCM: o.FCM,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	s.Sweeper, err = delivery.NewSweeper(delivery.SweeperOptions{
+		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: o.Scheduler,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)

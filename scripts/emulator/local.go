@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/config"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/providers/apns"
+	"onorca.dev/push/shared/providers/fcm"
+	"onorca.dev/push/shared/providers/standin"
+	"onorca.dev/push/shared/tasks"
+	"onorca.dev/push/shared/tasks/taskemu"
+)
+
+// Paths of the private functions inside the emulator; in production each is
+// a service of its own that Cloud Tasks and Cloud Scheduler call.
+const (
+	deliverPath = "/_internal/deliver"
+	sweepPath   = "/_internal/sweep"
+	// localQueue is the queue path the local Cloud Tasks emulator serves.
+	localQueue = "projects/local/locations/local/queues/orca-push"
+)
+
+// local is what stands in for Google and Apple: the Cloud Tasks emulator
+// (reached by the real cloudtasks client over gRPC), the APNs and FCM
+// stand-ins (reached by the real apns2 and firebase clients), and the clients
+// pointed at them.
+type local struct {
+	tasks     *taskemu.Emulator
+	grpc      *grpc.Server
+	standins  *standin.Server
+	scheduler *tasks.Scheduler
+	apns      *apns.Client
+	fcm       *fcm.Client
+}
+
+// APNs credentials of the stand-in: a key made at start, and ids of the
+// right shape.
+const (
+	localKeyID  = "EMULATORK1"
+	localTeamID = "EMULATORT1"
+)
+
+func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Config, origin string) (*local, error) {
+	l := &local{}
+	ok := false
+	defer func() {
+		if !ok {
+			l.close()
+		}
+	}()
+	var err error
+	l.tasks, err = taskemu.New(ctx, taskemu.Options{
+		Clock: clk, Manual: manual,
+		HTTPClient: &http.Client{Timeout: contract.ProviderTimeout + 20*time.Second},
+	})
+	if err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	l.grpc = grpc.NewServer()
+	l.tasks.Register(l.grpc)
+	go l.grpc.Serve(lis)
+
+	l.scheduler, err = tasks.New(ctx, tasks.Options{
+		Queue: localQueue, DeliverURL: origin + deliverPath,
+		ClientOptions: []option.ClientOption{
+			option.WithEndpoint(lis.Addr().String()),
+			option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	key, err := standin.GenerateAPNSKey()
+	if err != nil {
+		return nil, err
+	}
+	l.standins, err = standin.Start(standin.Options{
+		Clock: clk, APNSKey: key, APNSKeyID: localKeyID, APNSTeamID: localTeamID,
+		APNSTopic: cfg.APNSTopic, FCMProjectID: cfg.FCMProjectID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.apns, err = apns.New(apns.Options{
+		Key: key, KeyID: localKeyID, TeamID: localTeamID, Topic: cfg.APNSTopic, Clock: clk,
+		SandboxURL:    l.standins.APNSURL(contract.APNSSandbox),
+		ProductionURL: l.standins.APNSURL(contract.APNSProduction),
+		RootCAs:       l.standins.RootCAs(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.fcm, err = fcm.New(ctx, fcm.Options{ProjectID: cfg.FCMProjectID, Endpoint: l.standins.FCMEndpoint(), Clock: clk})
+	if err != nil {
+		return nil, fmt.Errorf("fcm: %w", err)
+	}
+	ok = true
+	return l, nil
+}
+
+func (l *local) close() {
+	var errs []error
+	if l.scheduler != nil {
+		errs = append(errs, l.scheduler.Close())
+	}
+	if l.tasks != nil {
+		l.tasks.Close()
+	}
+	if l.grpc != nil {
+		l.grpc.Stop()
+	}
+	if l.apns != nil {
+		l.apns.Close()
+	}
+	if l.fcm != nil {
+		l.fcm.Close()
+	}
+	if l.standins != nil {
+		l.standins.Close()
+	}
+	_ = errors.Join(errs...)
+}

@@ -1,0 +1,127 @@
+package contract
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// storedPool holds what AppendJSString escapes, what only other encoders
+// escape, and multi-byte and astral characters.
+var storedPool = []rune{'"', '\\', '\n', '\r', '\t', '\b', '\f', '\x00', '\x01', '\x1f', '/', '<', '&',
+	'\u007f', '\u2028', 'é', '😀', 'a', ' '}
+
+func randStored(r *rand.Rand) Notification {
+	text := func(max int) string {
+		var b strings.Builder
+		for range r.IntN(max + 1) {
+			b.WriteRune(storedPool[r.IntN(len(storedPool))])
+		}
+		return b.String()
+	}
+	n := Notification{Seq: r.Int64N(MaxSafeInteger + 1), Epoch: "e" + text(8),
+		Source: []Source{SourcePlugin, SourceTerminalBell}[r.IntN(2)], Title: "t" + text(20), Body: text(40)}
+	if r.IntN(2) == 0 {
+		n.NotificationID = "id-" + strings.Map(func(c rune) rune {
+			if c < 0x20 || c > 0x7e {
+				return 'x'
+			}
+			return c
+		}, text(10))
+	}
+	if r.IntN(2) == 0 {
+		b := r.IntN(2) == 0
+		n.Sound = &b
+	}
+	n.Kind = []Kind{"", KindAlert, KindDismiss}[r.IntN(3)]
+	if r.IntN(2) == 0 {
+		n.ExpiresAt = 1 + r.Int64N(MaxSafeInteger)
+	}
+	n.AgentState = []AgentState{"", AgentNeedsInput, AgentFinished}[r.IntN(3)]
+	if r.IntN(2) == 0 {
+		n.WorktreeID = "w" + text(10)
+	}
+	return n
+}
+
+// fallback decodes payload with encoding/json only.
+func fallback(t testing.TB, payload []byte) ([]Notification, error) {
+	t.Helper()
+	var stored []storedNotification
+	if err := json.Unmarshal(payload, &stored); err != nil {
+		return nil, err
+	}
+	out := make([]Notification, len(stored))
+	for i := range stored {
+		out[i] = stored[i].notification()
+	}
+	return out, nil
+}
+
+// TestScanNotifications: the scanner reads everything AppendNotifications
+// writes, exactly as encoding/json does.
+func TestScanNotifications(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 300 {
+		ns := make([]Notification, 1+r.IntN(4))
+		for j := range ns {
+			ns[j] = randStored(r)
+		}
+		payload := AppendNotifications(nil, ns)
+		got, ok := scanNotifications(payload)
+		if !ok {
+			t.Fatalf("case %d: scanNotifications gave up on %s", i, payload)
+		}
+		if diff := cmp.Diff(ns, got); diff != "" {
+			t.Fatalf("case %d: scanNotifications (-want +got):\n%s", i, diff)
+		}
+		slow, err := fallback(t, payload)
+		if err != nil {
+			t.Fatalf("case %d: encoding/json: %v", i, err)
+		}
+		if diff := cmp.Diff(slow, got); diff != "" {
+			t.Fatalf("case %d: scanner and encoding/json differ (-json +scan):\n%s", i, diff)
+		}
+	}
+	// Other valid forms are left to encoding/json, which reads them.
+	canonical := `[{"notificationSeq":1,"notificationEpoch":"e","source":"plugin","agentState":null,"title":"t","body":""}]`
+	for _, other := range []string{
+		`[ ` + canonical[1:],
+		strings.Replace(canonical, `"notificationSeq":1,"notificationEpoch":"e"`, `"notificationEpoch":"e","notificationSeq":1`, 1),
+		strings.Replace(canonical, `"title":"t"`, `"title":"\u0074"`, 1),
+	} {
+		if _, ok := scanNotifications([]byte(other)); ok {
+			t.Errorf("scanNotifications accepted the non-canonical %s", other)
+		}
+		got, err := DecodeNotifications([]byte(other))
+		if err != nil || len(got) != 1 || got[0].Title != "t" || got[0].Seq != 1 {
+			t.Errorf("DecodeNotifications(%s) = %+v, %v", other, got, err)
+		}
+	}
+}
+
+// FuzzScanNotifications: whatever the scanner accepts, encoding/json reads
+// the same way.
+func FuzzScanNotifications(f *testing.F) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 8 {
+		f.Add(AppendNotifications(nil, []Notification{randStored(r), randStored(r)}))
+	}
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		got, ok := scanNotifications(payload)
+		if !ok {
+			return
+		}
+		want, err := fallback(t, payload)
+		if err != nil {
+			t.Fatalf("scanner accepted what encoding/json refuses (%v): %q", err, payload)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("scanner and encoding/json differ on %q (-json +scan):\n%s", payload, diff)
+		}
+	})
+}

@@ -1,0 +1,40 @@
+package contract_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// TestStoredNotificationsRoundTrip: what AppendNotifications writes,
+// DecodeNotifications reads back unchanged, and writing it again gives the
+// same bytes; optional fields stay absent.
+func TestStoredNotificationsRoundTrip(t *testing.T) {
+	on, off := true, false
+	ns := []contract.Notification{
+		{Seq: 0, Epoch: "e", Source: contract.SourceTerminalBell, Title: "t"},
+		{NotificationID: "n \"1\"", Seq: contract.MaxSafeInteger, Epoch: "e\u2028", Source: contract.SourcePlugin,
+			Sound: &off, Kind: contract.KindAlert, ExpiresAt: 1_800_000_000_000, AgentState: contract.AgentNeedsInput,
+			Title: "<b>&</b> 😀", Body: "line\nbreak\u0001", WorktreeID: "w"},
+		{NotificationID: "n2", Seq: 3, Epoch: "e", Source: contract.SourceAgentTaskComplete, Sound: &on,
+			Kind: contract.KindDismiss, AgentState: contract.AgentFinished, Title: "t", Body: "b"},
+	}
+	payload := contract.AppendNotifications(nil, ns)
+	got, err := contract.DecodeNotifications(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ns, got); diff != "" {
+		t.Fatalf("DecodeNotifications (-want +got):\n%s", diff)
+	}
+	if again := contract.AppendNotifications(nil, got); string(again) != string(payload) {
+		t.Fatalf("re-encoded payload differs:\n%s\n%s", payload, again)
+	}
+	for _, bad := range []string{``, `{}`, `[1]`, `["x"]`, `[{"notificationSeq":"1"}]`} {
+		if _, err := contract.DecodeNotifications([]byte(bad)); err == nil {
+			t.Errorf("DecodeNotifications(%q) = nil error", bad)
+		}
+	}
+}

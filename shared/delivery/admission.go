@@ -1,0 +1,126 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/store"
+)
+
+// scheduleFanOut bounds the Schedule calls in flight for one request: a
+// request of 20 registrations may hand over 40 batches (style.md §7.4).
+const scheduleFanOut = 8
+
+// ErrBadOptions is returned by [NewAdmission] when a dependency is missing or
+// the coalescing window is out of range.
+var ErrBadOptions = errors.New("delivery: invalid options")
+
+// Options configures an [Admission]. Every field is required; a zero
+// Coalesce is a valid window (no coalescing).
+type Options struct {
+	Store    *store.Store
+	Clock    clock.Clock
+	Counters *obs.Counters
+	// Scheduler receives the new and newly-due batches after commit.
+	Scheduler Scheduler
+	// Coalesce is the window an alert batch stays open from its first
+	// alert (ORCA_PUSH_COALESCE_MS), 0..contract.MaxCoalesce.
+	Coalesce time.Duration
+}
+
+// Admission accepts sends: POST /v1/send after decoding and authentication.
+// It is safe for concurrent use, also across processes sharing a database.
+type Admission struct {
+	store     *store.Store
+	clock     clock.Clock
+	counters  *obs.Counters
+	scheduler Scheduler
+	coalesce  int64 // milliseconds
+}
+
+// NewAdmission returns an Admission; it returns ErrBadOptions when a
+// dependency is missing or Coalesce is out of range.
+func NewAdmission(o Options) (*Admission, error) {
+	if o.Store == nil || o.Clock == nil || o.Counters == nil || o.Scheduler == nil {
+		return nil, fmt.Errorf("%w: Store, Clock, Counters and Scheduler are required", ErrBadOptions)
+	}
+	if o.Coalesce < 0 || o.Coalesce > contract.MaxCoalesce {
+		return nil, fmt.Errorf("%w: Coalesce out of range", ErrBadOptions)
+	}
+	return &Admission{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler,
+		coalesce: o.Coalesce.Milliseconds()}, nil
+}
+
+// due is a batch to hand to the scheduler, due at epoch milliseconds.
+type due struct {
+	batchID string
+	at      int64
+}
+
+// Send admits req from host: each registration, in request order, in its own
+// per-host transaction (reference-behaviour §4.2), so the results come back
+// in the request's de-duplicated order with the statuses of §4.7. A
+// registration not owned by host is error, a dead one dead; a new event over
+// its kind's quota is rate_limited. After each commit the new and newly-due
+// batches go to the scheduler, whose failures are counted, not returned.
+//
+// An error means the database failed: registrations handled before it stay
+// committed (and scheduled), as in the original gateway.
+func (a *Admission) Send(ctx context.Context, host string, req contract.SendRequest) ([]contract.SendResult, error) {
+	now := a.clock.Now().UnixMilli()
+	ev := newEvent(host, &req.Notification, now)
+	results := make([]contract.SendResult, 0, len(req.RegistrationIDs))
+	var handOver []due
+	defer func() { a.schedule(ctx, handOver) }()
+	for _, id := range req.RegistrationIDs {
+		st, batches, err := a.admit(ctx, ev, id, now)
+		handOver = append(handOver, batches...)
+		if err != nil {
+			return nil, fmt.Errorf("send: %w", err)
+		}
+		a.counters.Inc(statusCounter(st))
+		results = append(results, contract.SendResult{RegistrationID: id, Status: st})
+	}
+	return results, nil
+}
+
+// statusCounter names the counter of a send status (reference-behaviour §9).
+func statusCounter(s contract.Status) string {
+	switch s {
+	case contract.StatusQueued:
+		return obs.SendQueued
+	case contract.StatusDead:
+		return obs.SendDead
+	case contract.StatusRateLimited:
+		return obs.SendRateLimited
+	}
+	return obs.SendError
+}
+
+// schedule hands the batches to the scheduler, a few at a time. It runs
+// after commit and outlives a client that went away: the rows are
+// committed, and a task now spares waiting for the sweep.
+func (a *Admission) schedule(ctx context.Context, batches []due) {
+	if len(batches) == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	var g errgroup.Group
+	g.SetLimit(scheduleFanOut)
+	for _, b := range batches {
+		g.Go(func() error {
+			if err := a.scheduler.Schedule(ctx, b.batchID, time.UnixMilli(b.at)); err != nil {
+				a.counters.Inc(obs.ScheduleFailed)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+}

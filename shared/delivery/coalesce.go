@@ -1,0 +1,76 @@
+package delivery
+
+import (
+	"context"
+
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/providers/apns"
+	"onorca.dev/push/shared/providers/fcm"
+	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/store"
+)
+
+// coalesceAlert puts an accepted alert into a batch (reference-behaviour
+// §5.1): it joins the registration's open batch when the result may still be
+// delivered as one summary; otherwise the open batch becomes due now and the
+// alert opens a batch of its own, due when the window closes.
+func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, reg string,
+	open store.OpenBatch, deadline, now int64, out *outcome) error {
+	if open.ID != "" {
+		payload, members, ok, err := join(ev, open, deadline)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return tx.JoinBatch(ctx, open.ID, payload, members, min(open.ExpiresAt, deadline))
+		}
+		if err := tx.MakeDue(ctx, open.ID, now); err != nil {
+			return err
+		}
+		out.due = append(out.due, due{batchID: open.ID, at: now})
+	}
+	// A batch due at or after its deadline would never be delivered, so a
+	// deadline shorter than the window brings the due time forward (the
+	// deadline is after now, so dueAt is not before now).
+	dueAt := min(now+a.coalesce, deadline-1)
+	id, err := tx.InsertBatch(ctx, store.NewBatch{
+		Host: ev.host, RegistrationID: reg, Kind: contract.KindAlert,
+		Payload: singlePayload(ev.item), Members: 1,
+		DueAt: dueAt, ExpiresAt: deadline,
+	}, now)
+	if err != nil {
+		return err
+	}
+	out.due = append(out.due, due{batchID: id, at: dueAt})
+	return nil
+}
+
+// join decides whether ev may join the open batch and returns the joined
+// payload and member count if so. The joined batch must still summarise
+// (2..32 members, every one with a notificationId, no dismissal), its
+// deadline must stay after its due time, and its provider payloads must fit
+// contract.MaxProviderPayload as the providers will build them
+// (reference-behaviour §5.2, measured rather than estimated).
+func join(ev *event, open store.OpenBatch, deadline int64) (string, int, bool, error) {
+	if ev.n.NotificationID == "" || open.Members+1 > contract.MaxBatchMembers ||
+		min(open.ExpiresAt, deadline) <= open.DueAt {
+		return "", 0, false, nil
+	}
+	members, err := decodeMembers(open.ID, open.Payload)
+	if err != nil {
+		return "", 0, false, err
+	}
+	members = append(members, *ev.n)
+	if !push.CanSummarize(members) || !fits(ev.host, members, min(open.ExpiresAt, deadline)) {
+		return "", 0, false, nil
+	}
+	return appendPayload(open.Payload, ev.item), len(members), true, nil
+}
+
+// fits reports whether the batch's message fits contract.MaxProviderPayload
+// both as the APNs body and as the FCM message (without the token, at its
+// largest ttl), built by the providers' own code.
+func fits(host string, members []contract.Notification, deadline int64) bool {
+	m := push.Build(host, members, deadline)
+	return len(apns.Body(m)) <= contract.MaxProviderPayload && fcm.Size(m) <= contract.MaxProviderPayload
+}

@@ -1,0 +1,317 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/store"
+)
+
+// Provider sends one message to one device and classifies the answer. The
+// APNs and FCM clients of package providers implement it.
+type Provider interface {
+	Send(ctx context.Context, t push.Target, m push.Message) push.Outcome
+}
+
+// DelivererOptions configures a [Deliverer]; every field is required.
+type DelivererOptions struct {
+	Store     *store.Store
+	Clock     clock.Clock
+	Counters  *obs.Counters
+	Scheduler Scheduler
+	APNS      Provider
+	FCM       Provider
+}
+
+// Deliverer delivers one batch per call: the work of the deliver function,
+// which Cloud Tasks calls at each batch's due time.
+type Deliverer struct {
+	store     *store.Store
+	clock     clock.Clock
+	counters  *obs.Counters
+	scheduler Scheduler
+	apns, fcm Provider
+}
+
+// NewDeliverer returns a Deliverer, or ErrBadOptions when a dependency is
+// missing.
+func NewDeliverer(o DelivererOptions) (*Deliverer, error) {
+	if o.Store == nil || o.Clock == nil || o.Counters == nil || o.Scheduler == nil || o.APNS == nil || o.FCM == nil {
+		return nil, fmt.Errorf("%w: Store, Clock, Counters, Scheduler, APNS and FCM are required", ErrBadOptions)
+	}
+	return &Deliverer{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler, apns: o.APNS, fcm: o.FCM}, nil
+}
+
+// registrationUnavailable is the reason a batch ends without a provider call
+// when its registration was deleted or marked dead (reference-behaviour §6).
+const registrationUnavailable = "registration_unavailable"
+
+// claimed is a batch this call holds the lease of.
+type claimed struct {
+	batch    store.Batch
+	token    string
+	attempts int
+	members  []contract.Notification
+}
+
+// Deliver claims batchID, sends it, and records the outcome. A task that
+// arrives early, late, twice, or for a finished batch returns nil and does
+// nothing. An error means the database failed: the caller answers non-2xx so
+// that Cloud Tasks retries, and the lease stops a double send.
+func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
+	c, err := d.claim(ctx, batchID)
+	if err != nil || c == nil {
+		return err
+	}
+	dev, err := d.store.Device(ctx, c.batch.RegistrationID)
+	if errors.Is(err, store.ErrNoRow) || (err == nil && dev.Dead) {
+		return d.finish(ctx, c, store.BatchDead, registrationUnavailable)
+	}
+	if err != nil {
+		return fmt.Errorf("deliver: %w", err)
+	}
+	if c.attempts > 1 {
+		d.counters.Inc(obs.DeliveryRetry)
+	}
+	msg := push.Build(c.batch.Host, c.members, c.batch.ExpiresAt)
+	target := push.Target{Platform: dev.Platform, Token: dev.Token, APNSEnvironment: dev.APNSEnvironment}
+	provider := d.fcm
+	if dev.Platform == contract.PlatformIOS {
+		provider = d.apns
+	}
+	out := provider.Send(ctx, target, msg)
+	switch out.Kind {
+	case push.Sent:
+		d.counters.Inc(obs.DeliverySent)
+		return d.finish(ctx, c, store.BatchSent, "")
+	case push.Dead:
+		d.counters.Inc(obs.DeliveryDead)
+		if _, err := d.store.MarkDeviceDead(ctx, dev, d.clock.Now().UnixMilli()); err != nil {
+			return fmt.Errorf("deliver: %w", err)
+		}
+		return d.finish(ctx, c, store.BatchDead, out.Reason)
+	case push.Retry:
+		d.counters.Inc(obs.DeliveryError)
+		return d.retry(ctx, c, out)
+	default:
+		d.counters.Inc(obs.DeliveryError)
+		if out.Reason == push.ReasonExpired {
+			return d.finish(ctx, c, store.BatchExpired, out.Reason)
+		}
+		return d.finish(ctx, c, store.BatchError, out.Reason)
+	}
+}
+
+// claim leases the batch when it is due, pending, unexpired and its
+// registration has no other delivery in flight, after dropping the members a
+// dismissal fenced (≤ rule, reference-behaviour decisions table). It returns
+// nil when there is nothing to send now; it may then have scheduled a later
+// look.
+func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error) {
+	b, err := d.store.Batch(ctx, batchID)
+	if errors.Is(err, store.ErrNoRow) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	now := d.clock.Now().UnixMilli()
+	var c *claimed
+	var later int64 // when to look again, if held back
+	expired := false
+	err = d.store.HostTx(ctx, b.Host, func(tx *store.Tx) error {
+		c, later, expired = nil, 0, false
+		b, err := tx.LockedBatch(ctx, batchID)
+		switch {
+		case errors.Is(err, store.ErrNoRow):
+			return nil
+		case err != nil:
+			return err
+		case b.State != store.BatchPending:
+			return nil
+		case b.ExpiresAt <= now:
+			expired = true
+			_, err := tx.EndBatch(ctx, b.ID, "", store.BatchExpired, push.ReasonExpired, now)
+			return err
+		case b.DueAt > now:
+			return nil // early: the task for its due time exists
+		case b.LeaseUntil > now:
+			later = b.LeaseUntil // in flight: look again when the lease ends
+			return nil
+		}
+		until, err := tx.RegistrationLeasedUntil(ctx, b.RegistrationID, b.ID, now)
+		if err != nil {
+			return err
+		}
+		if until > 0 {
+			later = min(until, now+contract.MinRetryDelay.Milliseconds())
+			return nil
+		}
+		members, err := d.unfenced(ctx, tx, b)
+		if err != nil || members == nil {
+			return err
+		}
+		token := uuid.NewString()
+		attempts, err := tx.LeaseBatch(ctx, b.ID, token, now+contract.LeaseDuration.Milliseconds())
+		if err != nil {
+			return err
+		}
+		c = &claimed{batch: b, token: token, attempts: attempts, members: members}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	if expired {
+		d.counters.Inc(obs.DeliveryExpired)
+	}
+	if later > 0 {
+		d.schedule(ctx, batchID, later)
+	}
+	return c, nil
+}
+
+// unfenced returns b's members that no dismissal fence covers, rewriting the
+// batch when some were dropped and ending it as dismissed (returning nil)
+// when none is left.
+func (d *Deliverer) unfenced(ctx context.Context, tx *store.Tx, b store.Batch) ([]contract.Notification, error) {
+	members, err := decodeMembers(b.ID, b.Payload)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, m := range members {
+		if m.EffectiveKind() == contract.KindAlert && m.NotificationID != "" {
+			ids = append(ids, m.NotificationID)
+		}
+	}
+	fences, err := tx.Fences(ctx, b.Host, ids)
+	if err != nil || len(fences) == 0 {
+		return members, err
+	}
+	kept := members[:0:0]
+	for _, m := range members {
+		seq, fenced := fences[store.FenceKey{Epoch: m.Epoch, NotificationID: m.NotificationID}]
+		if m.EffectiveKind() == contract.KindAlert && m.NotificationID != "" && fenced && m.Seq <= seq {
+			continue
+		}
+		kept = append(kept, m)
+	}
+	switch {
+	case len(kept) == 0:
+		return nil, tx.DismissBatch(ctx, b.ID, d.clock.Now().UnixMilli())
+	case len(kept) < len(members):
+		return kept, tx.SetBatchMembers(ctx, b.ID, encodeMembers(kept), len(kept))
+	}
+	return members, nil
+}
+
+// encodeMembers is the stored payload of members.
+func encodeMembers(members []contract.Notification) string {
+	parts := make([]string, len(members))
+	for i := range members {
+		parts[i] = string(members[i].AppendJSON(nil, true))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// finish ends the leased batch in state and hands the registration's other
+// due batches, held back by this lease, to the scheduler.
+func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchState, reason string) error {
+	now := d.clock.Now().UnixMilli()
+	var next []string
+	err := d.store.HostTx(ctx, c.batch.Host, func(tx *store.Tx) error {
+		next = nil
+		ended, err := tx.EndBatch(ctx, c.batch.ID, c.token, state, reason, now)
+		if err != nil || !ended {
+			return err // a lost lease: the new holder records the outcome
+		}
+		next, err = tx.DueBatches(ctx, c.batch.RegistrationID, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("finish: %w", err)
+	}
+	for _, id := range next {
+		d.schedule(ctx, id, now)
+	}
+	return nil
+}
+
+// retry puts the batch back for its next attempt at
+// now + max(1 s, backoff by attempt, the provider's delay), or ends it as
+// expired when that is at or past its deadline: a Retry-After is never
+// shortened to fit (reference-behaviour §6). A batch whose every member was
+// dismissed while in flight is not retried.
+func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) error {
+	now := d.clock.Now().UnixMilli()
+	delay := max(contract.MinRetryDelay, Backoff(c.attempts), out.RetryAfter)
+	at := now + delay.Milliseconds()
+	if at >= c.batch.ExpiresAt {
+		d.counters.Inc(obs.DeliveryExpired)
+		return d.finish(ctx, c, store.BatchExpired, out.Reason)
+	}
+	retried := false
+	var next []string
+	err := d.store.HostTx(ctx, c.batch.Host, func(tx *store.Tx) error {
+		retried, next = false, nil
+		b, err := tx.LockedBatch(ctx, c.batch.ID)
+		if err != nil {
+			return err
+		}
+		members, err := d.unfenced(ctx, tx, b)
+		if err != nil {
+			return err
+		}
+		if members == nil {
+			// Dismissed while in flight: not retried; what it held back
+			// (the dismissal itself, usually) goes now.
+			next, err = tx.DueBatches(ctx, c.batch.RegistrationID, now)
+			return err
+		}
+		retried, err = tx.RetryBatch(ctx, c.batch.ID, c.token, at, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("retry: %w", err)
+	}
+	if retried {
+		d.schedule(ctx, c.batch.ID, at)
+	}
+	for _, id := range next {
+		d.schedule(ctx, id, now)
+	}
+	return nil
+}
+
+// Backoff is the exponential delay before the next attempt after attempts
+// attempts: 2, 4, 8, 16, then 30 s (reference-behaviour §6).
+func Backoff(attempts int) time.Duration {
+	return min(contract.MaxBackoff, time.Second<<min(max(attempts, 1), 5))
+}
+
+// schedule hands a batch to the scheduler; a failure is counted, never
+// returned: the sweep re-schedules due batches whose task was lost.
+func (d *Deliverer) schedule(ctx context.Context, batchID string, at int64) {
+	if err := d.scheduler.Schedule(ctx, batchID, time.UnixMilli(at)); err != nil {
+		d.counters.Inc(obs.ScheduleFailed)
+	}
+}
+
+// Unconfigured is the provider of a platform without credentials: every send
+// ends as a terminal error with its reason, and nothing is sent.
+type Unconfigured string
+
+// Send returns a terminal outcome with the reason u.
+func (u Unconfigured) Send(context.Context, push.Target, push.Message) push.Outcome {
+	return push.Outcome{Kind: push.Terminal, Reason: string(u)}
+}

@@ -1,0 +1,124 @@
+package delivery_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/delivery"
+	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/providers/apns"
+	"onorca.dev/push/shared/providers/standin"
+	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/store/storetest"
+)
+
+// deliverWorkers is how many deliveries run at once in BenchmarkDeliver, as
+// Cloud Tasks would dispatch them to one instance.
+const deliverWorkers = 16
+
+// BenchmarkDeliver measures delivery throughput on each database: claim →
+// APNs stand-in → record, deliverWorkers at once, each batch of its own
+// registration; and, in the same run, the provider client alone sending the
+// same message to the same stand-in ("bare"), the ceiling delivery is judged
+// against.
+func BenchmarkDeliver(b *testing.B) {
+	key, err := standin.GenerateAPNSKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	clk := clock.Real{}
+	st, err := standin.Start(standin.Options{Clock: clk, APNSKey: key, APNSKeyID: "BENCHKEY01", APNSTeamID: "BENCHTEAM1", InboxLimit: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(st.Close)
+	client, err := apns.New(apns.Options{Key: key, KeyID: "BENCHKEY01", TeamID: "BENCHTEAM1", Clock: clk,
+		SandboxURL: st.APNSURL(contract.APNSSandbox), ProductionURL: st.APNSURL(contract.APNSProduction), RootCAs: st.RootCAs()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(client.Close)
+	token := strings.Repeat("ab", 32)
+	n := contract.Notification{NotificationID: "n", Seq: 1, Epoch: "e", Source: contract.SourcePlugin,
+		AgentState: contract.AgentFinished, Title: "Build finished", Body: "All green"}
+	payload := string(n.AppendJSON(nil, true))
+
+	for _, d := range storetest.Dialects(b) {
+		b.Run(d.Name, func(b *testing.B) {
+			s := storetest.Open(b, d)
+			ctx := context.Background()
+			counters := obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil)))
+			dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
+				Scheduler: delivery.NopScheduler{}, APNS: client, FCM: delivery.Unconfigured("fcm")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// One registration per worker and host, so the one-in-flight rule
+			// never holds a worker back.
+			regs := make([]string, deliverWorkers)
+			for i := range regs {
+				regs[i], err = s.RegisterDevice(ctx, fmt.Sprintf("host%02d", i), contract.RegisterRequest{
+					DeviceID: "phone", Platform: contract.PlatformIOS, Token: token, APNSEnvironment: contract.APNSSandbox}, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			batches := make([]chan string, deliverWorkers)
+			for i := range batches {
+				batches[i] = make(chan string, b.N/deliverWorkers+1)
+			}
+			now := clk.Now().UnixMilli()
+			for i := range b.N {
+				w := i % deliverWorkers
+				var id string
+				err := s.HostTx(ctx, fmt.Sprintf("host%02d", w), func(tx *store.Tx) error {
+					var err error
+					id, err = tx.InsertBatch(ctx, store.NewBatch{Host: fmt.Sprintf("host%02d", w), RegistrationID: regs[w],
+						Kind: contract.KindAlert, Payload: "[" + payload + "]", Members: 1, DueAt: now,
+						ExpiresAt: now + time.Hour.Milliseconds()}, now)
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				batches[w] <- id
+			}
+			var worker atomic.Int32
+			b.ResetTimer()
+			b.SetParallelism((deliverWorkers + 1) / 2)
+			b.RunParallel(func(pb *testing.PB) {
+				w := int(worker.Add(1)-1) % deliverWorkers
+				for pb.Next() {
+					if err := dl.Deliver(ctx, <-batches[w]); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+			b.StopTimer()
+			if sent := counters.Consume()[obs.DeliverySent]; sent != int64(b.N) {
+				b.Fatalf("sent %d of %d", sent, b.N)
+			}
+		})
+	}
+	b.Run("bare", func(b *testing.B) {
+		m := push.Build("host00", []contract.Notification{n}, clk.Now().Add(time.Hour).UnixMilli())
+		t := push.Target{Platform: contract.PlatformIOS, Token: token, APNSEnvironment: contract.APNSSandbox}
+		b.SetParallelism((deliverWorkers + 1) / 2)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if o := client.Send(context.Background(), t, m); o.Kind != push.Sent {
+					b.Errorf("Send = %+v", o)
+				}
+			}
+		})
+	})
+}

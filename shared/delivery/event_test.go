@@ -1,0 +1,75 @@
+package delivery
+
+import (
+	"testing"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// The expected hashes were computed outside Go, with sha256sum over the JSON
+// text JSON.stringify writes.
+func TestEventID(t *testing.T) {
+	tests := []struct {
+		name string
+		n    contract.Notification
+		want string
+	}{
+		// sha256(`["AbCdEfGhIjKlMnOp","alert","epoch-1",7]`)
+		{"omitted kind is alert", contract.Notification{NotificationID: "ignored", Epoch: "epoch-1", Seq: 7},
+			"036779f63c075cf4bfbd80cf6cd3a0442d71253fd3b801265305ad9fa1410801"},
+		{"explicit alert", contract.Notification{Kind: contract.KindAlert, Epoch: "epoch-1", Seq: 7},
+			"036779f63c075cf4bfbd80cf6cd3a0442d71253fd3b801265305ad9fa1410801"},
+		// sha256(`["AbCdEfGhIjKlMnOp","dismiss","e\"1",9007199254740991]`)
+		{"dismissal, escaped epoch, max seq", contract.Notification{Kind: contract.KindDismiss, Epoch: `e"1`,
+			Seq: contract.MaxSafeInteger}, "63f4c11c860066d142a52961bd6f59853ac71e16d05ad2e10dbb3bce8a367932"},
+	}
+	for _, tt := range tests {
+		if got := eventID("AbCdEfGhIjKlMnOp", &tt.n); got != tt.want {
+			t.Errorf("%s: eventID = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestContentFingerprint(t *testing.T) {
+	on, off := true, false
+	base := contract.Notification{NotificationID: "n1", Seq: 7, Epoch: "epoch-1", Source: contract.SourcePlugin, Title: "T"}
+	// sha256(`{"notificationId":"n1","notificationSeq":7,"notificationEpoch":"epoch-1","source":"plugin",
+	// "kind":"alert","agentState":null,"title":"T","body":""}`)
+	const want = "84cb506936cb705fc7dda02ccc009aa9420755cdcaa8ac1efff4dc8babaeeea3"
+	for _, mod := range []func(n *contract.Notification){
+		func(n *contract.Notification) {},
+		func(n *contract.Notification) { n.Kind = contract.KindAlert },
+		func(n *contract.Notification) { n.Sound = &on },
+		func(n *contract.Notification) { n.Sound = &off },
+	} {
+		n := base
+		mod(&n)
+		if got := contentFingerprint(&n); got != want {
+			t.Errorf("contentFingerprint(%s) = %q, want %q", n.AppendJSON(nil, true), got, want)
+		}
+	}
+	n := base
+	n.Body = "x"
+	if contentFingerprint(&n) == want {
+		t.Error("a changed body kept the fingerprint")
+	}
+}
+
+func TestNewDeadline(t *testing.T) {
+	const now = 1_000_000
+	life := contract.EventLifetime.Milliseconds()
+	tests := []struct {
+		expiresAt, want int64
+	}{
+		{0, now + life},
+		{now + 1, now + 1},
+		{now + life, now + life},
+		{now + life + 1, now + life},
+		{now - 5, now - 5},
+	}
+	for _, tt := range tests {
+		if got := newDeadline(&contract.Notification{ExpiresAt: tt.expiresAt}, now); got != tt.want {
+			t.Errorf("newDeadline(expiresAt %d) = %d, want %d", tt.expiresAt, got, tt.want)
+		}
+	}
+}

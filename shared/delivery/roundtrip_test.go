@@ -1,0 +1,77 @@
+package delivery_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/store/storetest"
+)
+
+// maxRoundTrips is the budget of SQL round trips for accepting one
+// registration of a new alert, BEGIN and COMMIT included.
+const maxRoundTrips = 6
+
+// TestRoundTrips counts, through a proxy in front of PostgreSQL, the SQL
+// round trips admission makes per registration in each path, BEGIN, the
+// host lock and COMMIT included, once every statement is prepared on its
+// connection. Run with -v for the table.
+func TestRoundTrips(t *testing.T) {
+	opts, rt := storetest.CountingPostgres(t)
+	s, err := store.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	e := mustEnvOn(t, s, clock.NewManual(start))
+	var phones []string
+	for i := range 5 {
+		phones = append(phones, e.device(t, "hostA", fmt.Sprintf("phone%d", i)))
+	}
+	p, calm := phones[0], e.device(t, "hostA", "calm")
+	seq := int64(0)
+	next := func() int64 { seq++; return seq }
+	// Each path runs on a quiet registration: the previous batches are due
+	// (still pending: nothing delivers them here). calm never gets an alert.
+	quiet := func() { e.clock.Advance(contract.DefaultCoalesce + time.Millisecond) }
+	paths := []struct {
+		name  string
+		setup func()
+		send  func()
+		regs  int
+		max   int64
+	}{
+		{"new alert opens a batch", quiet, func() { e.send(t, "hostA", alert("a", next()), p) }, 1, maxRoundTrips},
+		{"new alert joins the open batch", func() { quiet(); e.send(t, "hostA", alert("a", next()), p) },
+			func() { e.send(t, "hostA", alert("b", next()), p) }, 1, maxRoundTrips},
+		{"alert without id flushes and opens", func() { quiet(); e.send(t, "hostA", alert("a", next()), p) },
+			func() { e.send(t, "hostA", bell(next()), p) }, 1, maxRoundTrips + 1},
+		{"new alert to 5 phones", quiet, func() { e.send(t, "hostA", alert("a", next()), phones...) }, 5, 0},
+		{"repeat of a queued alert", func() { quiet(); seq++; e.send(t, "hostA", alert("a", seq), p) },
+			func() { e.send(t, "hostA", alert("a", seq), p) }, 1, 0},
+		{"alert behind a fence", func() { quiet(); e.send(t, "hostA", dismissal("f", 100+next()), p) },
+			func() { e.send(t, "hostA", alert("f", next()), p) }, 1, 0},
+		{"dismissal, nothing pending", quiet, func() { e.send(t, "hostA", dismissal("d", next()), calm) }, 1, 0},
+		{"dismissal cancelling a pending alert", func() { quiet(); seq++; e.send(t, "hostA", alert("c", seq), p) },
+			func() { e.send(t, "hostA", dismissal("c", seq), p) }, 1, 0},
+	}
+	t.Logf("%-40s %14s %18s", "path", "round trips", "per registration")
+	for _, path := range paths {
+		var got int64
+		for range 4 { // the first runs prepare the statements
+			path.setup()
+			before := rt.Load()
+			path.send()
+			got = rt.Load() - before
+		}
+		per := float64(got) / float64(path.regs)
+		t.Logf("%-40s %14d %18.1f", path.name, got, per)
+		if path.max > 0 && got > path.max {
+			t.Errorf("%s: %d round trips, want at most %d", path.name, got, path.max)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// BatchState is a delivery batch's state (reference-behaviour §8.2).
+type BatchState string
+
+// The batch states admission writes; delivery adds the finished ones.
+const (
+	// BatchPending waits for its due time or a retry.
+	BatchPending BatchState = "pending"
+	// BatchDismissed lost every member to a dismissal before delivery.
+	BatchDismissed BatchState = "dismissed"
+)
+
+// EmptyPayload is the payload of a finished batch (reference-behaviour
+// §6: cleared to an empty array).
+const EmptyPayload = "[]"
+
+// NewBatch is a batch that admission opens for one registration.
+type NewBatch struct {
+	Host           string
+	RegistrationID string
+	Kind           contract.Kind
+	// Payload is the JSON array of the members' notifications; Members
+	// is its length.
+	Payload string
+	Members int
+	// DueAt is when it should be delivered, ExpiresAt its deadline, both
+	// epoch milliseconds.
+	DueAt     int64
+	ExpiresAt int64
+}
+
+// InsertBatch stores b as a pending batch created at now and returns its new
+// id. The caller hands it to the scheduler after commit, so scheduled_at is
+// now.
+func (t *Tx) InsertBatch(ctx context.Context, b NewBatch, now int64) (string, error) {
+	id := uuid.NewString()
+	_, err := t.exec(ctx, `INSERT INTO push_delivery_batches
+		(batch_id, host_fingerprint, registration_id, kind, payload_json, members, state,
+		 due_at, expires_at, scheduled_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $9)`,
+		id, b.Host, b.RegistrationID, string(b.Kind), b.Payload, b.Members, b.DueAt, b.ExpiresAt, now)
+	if err != nil {
+		return "", fmt.Errorf("insert batch: %w", err)
+	}
+	return id, nil
+}
+
+// JoinBatch replaces a pending batch's members with payload (members long)
+// and lowers its deadline to expiresAt; its due time stays (the window is
+// fixed by the first alert, reference-behaviour §5.1).
+func (t *Tx) JoinBatch(ctx context.Context, id, payload string, members int, expiresAt int64) error {
+	_, err := t.exec(ctx, `UPDATE push_delivery_batches SET payload_json = $2, members = $3,
+		expires_at = CASE WHEN expires_at < $4 THEN expires_at ELSE $4 END
+		WHERE batch_id = $1 AND state = 'pending'`, id, payload, members, expiresAt)
+	if err != nil {
+		return fmt.Errorf("join batch: %w", err)
+	}
+	return nil
+}
+
+// MakeDue makes a pending batch due at now, when the next alert cannot join
+// it. The caller hands it to the scheduler after commit, so scheduled_at is
+// now.
+func (t *Tx) MakeDue(ctx context.Context, id string, now int64) error {
+	_, err := t.exec(ctx, `UPDATE push_delivery_batches SET due_at = $2, scheduled_at = $2
+		WHERE batch_id = $1 AND state = 'pending'`, id, now)
+	if err != nil {
+		return fmt.Errorf("make batch due: %w", err)
+	}
+	return nil
+}
+
+// BatchPayload is a batch's id and members.
+type BatchPayload struct {
+	ID      string
+	Payload string
+}
+
+// CancellableBatches returns the registration's pending alert batches that no
+// delivery holds a lease on at now, oldest first: those a dismissal may
+// remove alerts from (reference-behaviour §4.4).
+func (t *Tx) CancellableBatches(ctx context.Context, host, registrationID string, now int64) ([]BatchPayload, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT batch_id, payload_json FROM push_delivery_batches
+		WHERE registration_id = $1 AND host_fingerprint = $2 AND state = 'pending' AND kind = 'alert'
+			AND lease_until <= $3
+		ORDER BY created_at, batch_id`, registrationID, host, now)
+	if err != nil {
+		return nil, fmt.Errorf("cancellable batches: %w", err)
+	}
+	defer rows.Close()
+	var out []BatchPayload
+	for rows.Next() {
+		var b BatchPayload
+		if err := rows.Scan(&b.ID, &b.Payload); err != nil {
+			return nil, fmt.Errorf("cancellable batches: %w", err)
+		}
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("cancellable batches: %w", err)
+	}
+	return out, nil
+}
+
+// SetBatchMembers replaces a pending batch's members with payload (members
+// long, at least one) after a dismissal removed some.
+func (t *Tx) SetBatchMembers(ctx context.Context, id, payload string, members int) error {
+	_, err := t.exec(ctx, `UPDATE push_delivery_batches SET payload_json = $2, members = $3
+		WHERE batch_id = $1 AND state = 'pending'`, id, payload, members)
+	if err != nil {
+		return fmt.Errorf("set batch members: %w", err)
+	}
+	return nil
+}
+
+// DismissBatch finishes a pending batch whose every member a dismissal
+// removed: state dismissed, payload cleared.
+func (t *Tx) DismissBatch(ctx context.Context, id string, now int64) error {
+	_, err := t.exec(ctx, `UPDATE push_delivery_batches SET state = 'dismissed', payload_json = $2,
+		members = 0, finished_at = $3 WHERE batch_id = $1 AND state = 'pending'`, id, EmptyPayload, now)
+	if err != nil {
+		return fmt.Errorf("dismiss batch: %w", err)
+	}
+	return nil
+}
+
+// Batch is a stored delivery batch.
+type Batch struct {
+	ID             string
+	Host           string
+	RegistrationID string
+	Kind           contract.Kind
+	Payload        string
+	Members        int
+	State          BatchState
+	DueAt          int64
+	ExpiresAt      int64
+	LeaseUntil     int64
+	Attempts       int
+	ScheduledAt    int64
+	CreatedAt      int64
+}
+
+// Batch reads one batch; ErrNoRow when there is none.
+func (s *Store) Batch(ctx context.Context, id string) (Batch, error) {
+	var b Batch
+	err := s.db.QueryRowContext(ctx, `SELECT batch_id, host_fingerprint, registration_id, kind, payload_json,
+		members, state, due_at, expires_at, lease_until, attempts, scheduled_at, created_at
+		FROM push_delivery_batches WHERE batch_id = $1`, id).
+		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,
+			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &b.Attempts, &b.ScheduledAt, &b.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Batch{}, ErrNoRow
+	}
+	if err != nil {
+		return Batch{}, fmt.Errorf("read batch: %w", err)
+	}
+	return b, nil
+}

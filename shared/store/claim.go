@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The states a batch finishes in (reference-behaviour §8.2).
+const (
+	BatchSent    BatchState = "sent"
+	BatchDead    BatchState = "dead"
+	BatchError   BatchState = "error"
+	BatchExpired BatchState = "expired"
+)
+
+// LockedBatch reads a batch inside the transaction; ErrNoRow when there is
+// none. Call it under HostTx of the batch's host, so no other claim or
+// admission of the host runs meanwhile.
+func (t *Tx) LockedBatch(ctx context.Context, id string) (Batch, error) {
+	var b Batch
+	err := t.tx.QueryRowContext(ctx, `SELECT batch_id, host_fingerprint, registration_id, kind, payload_json,
+		members, state, due_at, expires_at, lease_until, attempts, scheduled_at, created_at
+		FROM push_delivery_batches WHERE batch_id = $1`, id).
+		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,
+			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &b.Attempts, &b.ScheduledAt, &b.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Batch{}, ErrNoRow
+	}
+	if err != nil {
+		return Batch{}, fmt.Errorf("read batch: %w", err)
+	}
+	return b, nil
+}
+
+// RegistrationLeasedUntil returns the latest live lease (after now) held by
+// another pending batch of the registration, or 0: one delivery per
+// registration is in flight at a time.
+func (t *Tx) RegistrationLeasedUntil(ctx context.Context, registrationID, exceptBatch string, now int64) (int64, error) {
+	var until sql.NullInt64
+	err := t.tx.QueryRowContext(ctx, `SELECT MAX(lease_until) FROM push_delivery_batches
+		WHERE registration_id = $1 AND batch_id <> $2 AND state = 'pending' AND lease_until > $3`,
+		registrationID, exceptBatch, now).Scan(&until)
+	if err != nil {
+		return 0, fmt.Errorf("registration lease: %w", err)
+	}
+	return until.Int64, nil
+}
+
+// FenceKey names a dismissal fence within a host.
+type FenceKey struct {
+	Epoch          string
+	NotificationID string
+}
+
+// Fences returns the host's dismissal fences for the given notification ids,
+// keyed by epoch and id, with their sequence.
+func (t *Tx) Fences(ctx context.Context, host string, ids []string) (map[FenceKey]int64, error) {
+	out := make(map[FenceKey]int64)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, host)
+	marks := make([]string, len(ids))
+	for i, id := range ids {
+		args = append(args, id)
+		marks[i] = "$" + strconv.Itoa(i+2)
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT notification_epoch, notification_id, notification_seq
+		FROM push_dismissed_events WHERE host_fingerprint = $1 AND notification_id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read fences: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k FenceKey
+		var seq int64
+		if err := rows.Scan(&k.Epoch, &k.NotificationID, &seq); err != nil {
+			return nil, fmt.Errorf("read fences: %w", err)
+		}
+		out[k] = seq
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read fences: %w", err)
+	}
+	return out, nil
+}
+
+// LeaseBatch leases a pending batch to token until leaseUntil and counts the
+// attempt; it returns the new attempt count.
+func (t *Tx) LeaseBatch(ctx context.Context, id, token string, leaseUntil int64) (int, error) {
+	var attempts int
+	err := t.tx.QueryRowContext(ctx, `UPDATE push_delivery_batches
+		SET lease_token = $2, lease_until = $3, attempts = attempts + 1
+		WHERE batch_id = $1 AND state = 'pending' RETURNING attempts`, id, token, leaseUntil).Scan(&attempts)
+	if err != nil {
+		return 0, fmt.Errorf("lease batch: %w", err)
+	}
+	return attempts, nil
+}
+
+// EndBatch finishes a pending batch in state with reason, clearing its
+// payload. When token is not empty, only the holder of that lease may end it:
+// a stale holder's finish changes nothing. It reports whether it ended the
+// batch.
+func (t *Tx) EndBatch(ctx context.Context, id, token string, state BatchState, reason string, now int64) (bool, error) {
+	n, err := t.exec(ctx, `UPDATE push_delivery_batches
+		SET state = $2, reason = $3, payload_json = $4, finished_at = $5, lease_token = NULL, lease_until = 0
+		WHERE batch_id = $1 AND state = 'pending' AND ($6 = '' OR lease_token = $6)`,
+		id, string(state), nullable(reason), EmptyPayload, now, token)
+	if err != nil {
+		return false, fmt.Errorf("end batch: %w", err)
+	}
+	return n == 1, nil
+}
+
+// RetryBatch returns a leased batch to pending, due at dueAt, with its lease
+// cleared and scheduled_at set to now (the caller schedules it after
+// commit). Only the lease holder may do it; it reports whether it did.
+func (t *Tx) RetryBatch(ctx context.Context, id, token string, dueAt, now int64) (bool, error) {
+	n, err := t.exec(ctx, `UPDATE push_delivery_batches
+		SET due_at = $3, lease_token = NULL, lease_until = 0, scheduled_at = $4
+		WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2`, id, token, dueAt, now)
+	if err != nil {
+		return false, fmt.Errorf("retry batch: %w", err)
+	}
+	return n == 1, nil
+}
+
+// DueBatches returns the registration's other pending batches that are due
+// at now and unleased, marking them scheduled at now: the caller hands them
+// to the scheduler after commit, so a batch held back by this registration's
+// lease goes out as soon as the lease ends.
+func (t *Tx) DueBatches(ctx context.Context, registrationID string, now int64) ([]string, error) {
+	rows, err := t.tx.QueryContext(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
+		WHERE registration_id = $1 AND state = 'pending' AND due_at <= $2 AND lease_until <= $2 AND expires_at > $2
+		RETURNING batch_id`, registrationID, now)
+	if err != nil {
+		return nil, fmt.Errorf("due batches: %w", err)
+	}
+	return scanIDs(rows)
+}
+
+func scanIDs(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

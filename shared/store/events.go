@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// NewEvent is a logical event that /v1/send records the first time it sees
+// its identity (reference-behaviour §4.2).
+type NewEvent struct {
+	// ID is the event identity's hash; Host the sending host.
+	ID   string
+	Host string
+	// Kind is the effective kind; each kind has its own quota.
+	Kind contract.Kind
+	// Fingerprint is the content hash a duplicate must match.
+	Fingerprint string
+	// RegistrationID is the registration being served: the event is only
+	// recorded for a live registration of Host, so an unknown or dead one
+	// spends no quota.
+	RegistrationID string
+	// Deadline is the event's expiry in epoch milliseconds.
+	Deadline int64
+	// QuotaSince and Quota bound the host's events of Kind: the event is
+	// recorded only while fewer than Quota have created_at > QuotaSince.
+	QuotaSince int64
+	Quota      int
+}
+
+// InsertEvent records e at now and reports whether it did. It records
+// nothing when an event with e.ID already exists, when e.RegistrationID is
+// not a live registration of e.Host, or when the host's quota for e.Kind is
+// spent; [Tx.CheckEvent] tells these apart. Run it under [Store.HostTx]: the
+// host lock makes its count-then-insert exact.
+func (t *Tx) InsertEvent(ctx context.Context, e NewEvent, now int64) (bool, error) {
+	n, err := t.exec(ctx, `INSERT INTO push_events
+		(event_id, host_fingerprint, kind, fingerprint, created_at, expires_at)
+		SELECT $1, $2, $3, $4, CAST($5 AS BIGINT), CAST($6 AS BIGINT)
+		WHERE EXISTS (SELECT 1 FROM push_devices
+				WHERE registration_id = $7 AND host_fingerprint = $2 AND dead_at IS NULL)
+			AND (SELECT COUNT(*) FROM push_events
+				WHERE host_fingerprint = $2 AND kind = $3 AND created_at > $8) < $9
+		ON CONFLICT (event_id) DO NOTHING`,
+		e.ID, e.Host, string(e.Kind), e.Fingerprint, now, e.Deadline, e.RegistrationID, e.QuotaSince, e.Quota)
+	if err != nil {
+		return false, fmt.Errorf("insert event: %w", err)
+	}
+	return n == 1, nil
+}
+
+// DeviceState is what a host's send finds for one registration id.
+type DeviceState int
+
+// The device states.
+const (
+	// DeviceUnknown: no registration of this host has the id.
+	DeviceUnknown DeviceState = iota
+	// DeviceAlive: the host's registration, not marked dead.
+	DeviceAlive
+	// DeviceDead: the host's registration, marked dead by a provider.
+	DeviceDead
+)
+
+// EventCheck is what [Tx.CheckEvent] found.
+type EventCheck struct {
+	// Device is the registration's state for the host.
+	Device DeviceState
+	// Found reports whether the event exists; Fingerprint and ExpiresAt
+	// are its stored content hash and deadline.
+	Found       bool
+	Fingerprint string
+	ExpiresAt   int64
+}
+
+// CheckEvent reads the state of the host's registration and of the event
+// eventID in one statement: the reasons [Tx.InsertEvent] or
+// [Tx.AddRecipient] recorded nothing.
+func (t *Tx) CheckEvent(ctx context.Context, host, registrationID, eventID string) (EventCheck, error) {
+	var dead sql.NullBool
+	var fp sql.NullString
+	var expires sql.NullInt64
+	err := t.tx.QueryRowContext(ctx, `SELECT
+		(SELECT dead_at IS NOT NULL FROM push_devices WHERE registration_id = $1 AND host_fingerprint = $2),
+		(SELECT fingerprint FROM push_events WHERE event_id = $3),
+		(SELECT expires_at FROM push_events WHERE event_id = $3)`,
+		registrationID, host, eventID).Scan(&dead, &fp, &expires)
+	if err != nil {
+		return EventCheck{}, fmt.Errorf("check event: %w", err)
+	}
+	c := EventCheck{Found: fp.Valid, Fingerprint: fp.String, ExpiresAt: expires.Int64}
+	switch {
+	case !dead.Valid:
+		c.Device = DeviceUnknown
+	case dead.Bool:
+		c.Device = DeviceDead
+	default:
+		c.Device = DeviceAlive
+	}
+	return c, nil
+}

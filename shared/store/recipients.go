@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// Recipient is one (event, registration) pair that /v1/send accepts.
+type Recipient struct {
+	EventID        string
+	RegistrationID string
+	// Host is the sending host; the registration must be its live one.
+	Host string
+	// Kind is the event's effective kind. Only an alert looks for an open
+	// batch to join, and only a dismissal counts the batches it may cancel.
+	Kind contract.Kind
+	// Fence, for an alert with a notificationId, is its identity: the
+	// recipient is not recorded when a dismissal fence of the host with the
+	// same epoch and id has a sequence at or above Fence.Seq (decisions
+	// table: ≤ is dropped at acceptance). Nil for anything else.
+	Fence *Fence
+}
+
+// OpenBatch is a registration's pending alert batch that a new alert may
+// join (reference-behaviour §5.1): never attempted, due and expiring after
+// now, the newest such. ID is empty when there is none.
+type OpenBatch struct {
+	ID        string
+	Payload   string // JSON array of the members' notifications
+	Members   int
+	DueAt     int64
+	ExpiresAt int64
+}
+
+// Pending is what [Tx.AddRecipient] saw of the registration's pending
+// batches.
+type Pending struct {
+	// Open is the batch an alert may join.
+	Open OpenBatch
+	// Cancellable counts, for a dismissal, the registration's unleased
+	// pending alert batches, which may hold alerts it cancels.
+	Cancellable int
+}
+
+// AddRecipient records r at now unless the pair is already recorded, the
+// registration is not a live one of r.Host, or r.Fence is behind a dismissal
+// fence; it reports whether it recorded it. When it did, it also returns what
+// admission needs next of the registration's pending batches, read in the
+// same statement so that accepting an alert costs one round trip fewer.
+func (t *Tx) AddRecipient(ctx context.Context, r Recipient, now int64) (bool, Pending, error) {
+	var fence Fence
+	if r.Fence != nil {
+		fence = *r.Fence
+	}
+	// An empty notification id matches no fence: a dismissal always has one.
+	var (
+		p                         Pending
+		id, payload               sql.NullString
+		members, dueAt, expiresAt sql.NullInt64
+	)
+	err := t.tx.QueryRowContext(ctx, `WITH open_batch AS (
+			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
+			WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending' AND kind = 'alert'
+				AND attempts = 0 AND due_at > $3 AND expires_at > $3
+			ORDER BY created_at DESC, batch_id DESC LIMIT 1)
+		INSERT INTO push_event_recipients (event_id, registration_id, created_at)
+		SELECT $1, $2, CAST($3 AS BIGINT)
+		WHERE EXISTS (SELECT 1 FROM push_devices
+				WHERE registration_id = $2 AND host_fingerprint = $4 AND dead_at IS NULL)
+			AND NOT EXISTS (SELECT 1 FROM push_dismissed_events
+				WHERE host_fingerprint = $4 AND notification_epoch = $5 AND notification_id = $6
+					AND notification_seq >= $7)
+		ON CONFLICT (event_id, registration_id) DO NOTHING
+		RETURNING
+			(SELECT batch_id FROM open_batch), (SELECT payload_json FROM open_batch),
+			(SELECT members FROM open_batch), (SELECT due_at FROM open_batch),
+			(SELECT expires_at FROM open_batch),
+			CASE WHEN $8 = 'dismiss' THEN (SELECT COUNT(*) FROM push_delivery_batches
+				WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending'
+					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END`,
+		r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(r.Kind)).
+		Scan(&id, &payload, &members, &dueAt, &expiresAt, &p.Cancellable)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, Pending{}, nil
+	}
+	if err != nil {
+		return false, Pending{}, fmt.Errorf("add recipient: %w", err)
+	}
+	if id.Valid {
+		p.Open = OpenBatch{ID: id.String, Payload: payload.String, Members: int(members.Int64),
+			DueAt: dueAt.Int64, ExpiresAt: expiresAt.Int64}
+	}
+	return true, p, nil
+}

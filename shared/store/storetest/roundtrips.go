@@ -1,0 +1,151 @@
+package storetest
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"onorca.dev/push/shared/store"
+)
+
+// RoundTrips counts the round trips clients make to PostgreSQL through a
+// proxy: every simple Query message and every Sync message of the extended
+// protocol is one wait for the server's ReadyForQuery. pgx sends BEGIN and
+// COMMIT as simple queries and each statement with arguments as
+// Bind/Execute/Sync (plus a Parse/Describe/Sync the first time a connection
+// sees it), so the count is what the network sees, not an estimate.
+type RoundTrips struct {
+	n atomic.Int64
+}
+
+// Load returns the round trips counted so far.
+func (r *RoundTrips) Load() int64 { return r.n.Load() }
+
+// CountingPostgres creates a fresh schema as [PostgresOptions] does and
+// returns options that reach it through a local proxy counting round trips.
+// The proxy stops when t ends.
+func CountingPostgres(t testing.TB) (store.Options, *RoundTrips) {
+	t.Helper()
+	opts := PostgresOptions(t)
+	u, err := url.Parse(opts.DatabaseURL)
+	if err != nil {
+		t.Fatalf("postgres url: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &RoundTrips{}
+	p := &proxy{ln: ln, target: u.Host, rt: rt}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(p.close)
+	u.Host = ln.Addr().String()
+	opts.DatabaseURL = u.String()
+	return opts, rt
+}
+
+// proxy forwards connections to target, counting the client's messages.
+type proxy struct {
+	ln     net.Listener
+	target string
+	rt     *RoundTrips
+	wg     sync.WaitGroup
+	// mu guards conns.
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (p *proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() {
+			defer p.wg.Done()
+			io.Copy(c, s)
+			c.Close()
+		}()
+		go func() {
+			defer p.wg.Done()
+			p.count(s, c)
+			s.Close()
+		}()
+	}
+}
+
+// Request codes of the untyped messages a client may send before its
+// startup message (PostgreSQL protocol, "Message Formats").
+const (
+	sslRequest    = 80877103
+	gssEncRequest = 80877104
+)
+
+// count copies the frontend stream from c to s message by message. The
+// startup message, and an SSL or GSS encryption request before it, have no
+// type byte; every later message is a type byte and a length that counts
+// itself. An encrypted session is not supported (the tests disable SSL).
+func (p *proxy) count(s io.Writer, c io.Reader) {
+	var head [8]byte
+	for {
+		if _, err := io.ReadFull(c, head[:8]); err != nil {
+			return
+		}
+		code := binary.BigEndian.Uint32(head[4:8])
+		if err := forward(s, c, head[:8], int(binary.BigEndian.Uint32(head[:4]))-8); err != nil {
+			return
+		}
+		if code != sslRequest && code != gssEncRequest {
+			break
+		}
+	}
+	for {
+		if _, err := io.ReadFull(c, head[:5]); err != nil {
+			return
+		}
+		if head[0] == 'Q' || head[0] == 'S' {
+			p.rt.n.Add(1)
+		}
+		if err := forward(s, c, head[:5], int(binary.BigEndian.Uint32(head[1:5]))-4); err != nil {
+			return
+		}
+	}
+}
+
+// forward writes head and the next n bytes of c to s.
+func forward(s io.Writer, c io.Reader, head []byte, n int) error {
+	if n < 0 {
+		return errors.New("storetest: malformed message")
+	}
+	if _, err := s.Write(head); err != nil {
+		return err
+	}
+	_, err := io.CopyN(s, c, int64(n))
+	return err
+}
+
+func (p *proxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// ExpireOverdue ends at most limit pending, unleased batches whose deadline
+// has passed (expires_at ≤ now) as expired, clearing their payloads, and
+// returns how many it ended.
+func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (int64, error) {
+	return s.execN(ctx, "expire overdue", `UPDATE push_delivery_batches
+		SET state = 'expired', reason = 'deadline', payload_json = $2, finished_at = $1, lease_token = NULL, lease_until = 0
+		WHERE batch_id IN (SELECT batch_id FROM push_delivery_batches
+			WHERE state = 'pending' AND expires_at <= $1 AND lease_until <= $1 LIMIT $3)`,
+		now, EmptyPayload, limit)
+}
+
+// LostBatches returns at most limit pending batches that are due by
+// now − grace, unleased, and were last handed to the scheduler before
+// now − grace, and marks them scheduled at now: their task may be lost (a
+// failed CreateTask, a crash between commit and schedule), so the caller
+// schedules them again after this returns.
+func (s *Store) LostBatches(ctx context.Context, now, grace int64, limit int) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `UPDATE push_delivery_batches SET scheduled_at = $1
+		WHERE batch_id IN (SELECT batch_id FROM push_delivery_batches
+			WHERE state = 'pending' AND due_at <= $2 AND lease_until <= $1 AND scheduled_at <= $2
+				AND expires_at > $1
+			ORDER BY due_at LIMIT $3)
+		RETURNING batch_id`, now, now-grace, limit)
+	if err != nil {
+		return nil, fmt.Errorf("lost batches: %w", err)
+	}
+	ids, err := scanIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("lost batches: %w", err)
+	}
+	return ids, nil
+}
+
+// Prune deletes, in one chunk of at most limit rows per table, what the
+// retention rules let go at now (reference-behaviour §3 and §6, "Cleanup"):
+// challenges 30 s after expiry, expired sessions, hosts without contact for
+// hostRetention that no device names, and events, recipients, fences and
+// finished batches older than retention. It returns the rows deleted per
+// table; a caller repeats while any table returned limit.
+func (s *Store) Prune(ctx context.Context, now, challengeGrace, hostRetention, retention int64, limit int) (map[string]int64, error) {
+	steps := []struct {
+		table, query string
+		args         []any
+	}{
+		{"push_challenges", `DELETE FROM push_challenges WHERE challenge_id IN
+			(SELECT challenge_id FROM push_challenges WHERE expires_at < $1 LIMIT $2)`,
+			[]any{now - challengeGrace, limit}},
+		{"push_sessions", `DELETE FROM push_sessions WHERE token_hash IN
+			(SELECT token_hash FROM push_sessions WHERE expires_at < $1 LIMIT $2)`,
+			[]any{now, limit}},
+		{"push_hosts", `DELETE FROM push_hosts WHERE host_fingerprint IN
+			(SELECT h.host_fingerprint FROM push_hosts h WHERE h.last_seen_at < $1
+				AND NOT EXISTS (SELECT 1 FROM push_devices d WHERE d.host_fingerprint = h.host_fingerprint) LIMIT $2)`,
+			[]any{now - hostRetention, limit}},
+		{"push_events", `DELETE FROM push_events WHERE event_id IN
+			(SELECT event_id FROM push_events WHERE created_at < $1 LIMIT $2)`,
+			[]any{now - retention, limit}},
+		{"push_event_recipients", `DELETE FROM push_event_recipients WHERE (event_id, registration_id) IN
+			(SELECT event_id, registration_id FROM push_event_recipients WHERE created_at < $1 LIMIT $2)`,
+			[]any{now - retention, limit}},
+		{"push_dismissed_events", `DELETE FROM push_dismissed_events
+			WHERE (host_fingerprint, notification_epoch, notification_id) IN
+			(SELECT host_fingerprint, notification_epoch, notification_id FROM push_dismissed_events
+				WHERE created_at < $1 LIMIT $2)`,
+			[]any{now - retention, limit}},
+		{"push_delivery_batches", `DELETE FROM push_delivery_batches WHERE batch_id IN
+			(SELECT batch_id FROM push_delivery_batches WHERE state <> 'pending' AND finished_at < $1 LIMIT $2)`,
+			[]any{now - retention, limit}},
+	}
+	out := make(map[string]int64, len(steps))
+	for _, st := range steps {
+		n, err := s.execN(ctx, "prune "+st.table, st.query, st.args...)
+		if err != nil {
+			return out, err
+		}
+		out[st.table] = n
+	}
+	return out, nil
+}
+
+func (s *Store) execN(ctx context.Context, op, query string, args ...any) (int64, error) {
+	res, err := s.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	return n, nil
+}
