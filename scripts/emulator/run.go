@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if *manual || cfg.ManualClock {
 		// The manual clock starts at the real time and then only moves when
 		// told to.
-		manualClock = clock.NewManual(time.Now())
+		manualClock = clock.NewManual(clock.Real{}.Now())
 		clk = manualClock
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -77,6 +77,18 @@ func (a *Admission) Send(ctx context.Context, host string, req contract.SendRequ
 	now := a.clock.Now().UnixMilli()
 	ev := newEvent(host, &req.Notification, now)
 	results := make([]contract.SendResult, 0, len(req.RegistrationIDs))
+	if !fits(host, []contract.Notification{req.Notification}, ev.deadline) {
+		// A notification within the contract's 3000 bytes can still
+		// overflow a provider's 4 KB once apns2 and the firebase SDK escape
+		// '<', '>', '&', U+2028 and U+2029 as six bytes each: it could only
+		// ever fail at the provider, so nothing is written and every
+		// registration reads error.
+		for _, id := range req.RegistrationIDs {
+			a.counters.Inc(obs.SendError)
+			results = append(results, contract.SendResult{RegistrationID: id, Status: contract.StatusError})
+		}
+		return results, nil
+	}
 	var handOver []due
 	defer func() { a.schedule(ctx, handOver) }()
 	for _, id := range req.RegistrationIDs {

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -167,5 +168,27 @@ func TestCrossInstanceQuota(t *testing.T) {
 	}
 	if got := e1.rows(t)["events"]; got != contract.AlertQuota {
 		t.Fatalf("events = %d, want %d", got, contract.AlertQuota)
+	}
+}
+
+// TestUndeliverableSingleRefused: a notification within the contract's 3000
+// bytes whose provider payload cannot fit 4 KB once escaped is an error for
+// every registration, and nothing is written.
+func TestUndeliverableSingleRefused(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := mustEnv(t, d)
+			reg := e.device(t, "host", "phone")
+			n := alert(strings.Repeat("<", 2000), 1)
+			n.Body = strings.Repeat("\u2028", 150)
+			if b := n.AppendJSON(nil, true); len(b) > contract.MaxNotificationBytes {
+				t.Fatalf("the case is %d bytes, over the contract's limit", len(b))
+			}
+			before := e.rows(t)
+			if got := e.send(t, "host", n, reg); len(got) != 1 || got[0] != contract.StatusError {
+				t.Fatalf("send = %v, want [error]", got)
+			}
+			e.mustRows(t, before)
+		})
 	}
 }

@@ -1,0 +1,126 @@
+package httpx_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/httpx"
+	"onorca.dev/push/shared/obs"
+)
+
+type secretError struct{}
+
+func (secretError) Error() string { return "token=SECRET-TOKEN title=SECRET-TITLE" }
+
+func mustEdge(t *testing.T, log *bytes.Buffer) *httpx.Edge {
+	t.Helper()
+	l := slog.New(slog.NewJSONHandler(log, nil))
+	e, err := httpx.NewEdge(httpx.Options{
+		Clock: clock.NewManual(time.UnixMilli(0)), Counters: obs.NewCounters(l), Log: l,
+		Ready:  func(context.Context) error { return nil },
+		Lookup: func(context.Context, string) (string, error) { return "", contract.ErrInvalidToken },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestInternalErrorsLogOnlyTheType(t *testing.T) {
+	var log bytes.Buffer
+	e := mustEdge(t, &log)
+	mux := http.NewServeMux()
+	mux.Handle("/fail", e.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		return fmt.Errorf("query failed: %w", secretError{})
+	}))
+	mux.Handle("/panic", e.Handle(func(w http.ResponseWriter, r *http.Request) error { panic("SECRET-BODY") }))
+	h := e.Wrap(mux)
+	for _, path := range []string{"/fail", "/panic"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != 500 || strings.TrimSpace(rec.Body.String()) != `{"error":"internal"}` {
+			t.Fatalf("%s = %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	if strings.Contains(log.String(), "SECRET") {
+		t.Fatalf("log holds the error's text: %s", log.String())
+	}
+	if !strings.Contains(log.String(), `"error":"httpx_test.secretError"`) || !strings.Contains(log.String(), "orca_push_request_failed") {
+		t.Fatalf("log = %s, want the event and the error's type", log.String())
+	}
+}
+
+func TestContractErrorsKeepTheirStatus(t *testing.T) {
+	var log bytes.Buffer
+	e := mustEdge(t, &log)
+	h := e.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		return fmt.Errorf("register: %w", contract.ErrBusy)
+	})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" || strings.TrimSpace(rec.Body.String()) != `{"error":"busy"}` {
+		t.Fatalf("busy = %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+	if log.Len() != 0 {
+		t.Fatalf("a contract error was logged: %s", log.String())
+	}
+}
+
+func TestClientIP(t *testing.T) {
+	tests := []struct {
+		xff, realIP string
+		hops        int
+		want        string
+	}{
+		{"", "", 0, "unknown"},
+		{"203.0.113.1", "", 0, "203.0.113.1"},
+		{"1.1.1.1, 203.0.113.1", "", 0, "203.0.113.1"},
+		{"1.1.1.1, 203.0.113.1, 10.0.0.1", "", 1, "203.0.113.1"},
+		{"203.0.113.1", "198.51.100.1", 1, "198.51.100.1"},
+		{"203.0.113.1", "", 1, "unknown"},
+		{" , 203.0.113.1 ,", "", 0, "203.0.113.1"},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		if tt.xff != "" {
+			r.Header.Set("X-Forwarded-For", tt.xff)
+		}
+		if tt.realIP != "" {
+			r.Header.Set("X-Real-Ip", tt.realIP)
+		}
+		if got := httpx.ClientIP(r, tt.hops); got != tt.want {
+			t.Errorf("ClientIP(%q, %q, %d) = %q, want %q", tt.xff, tt.realIP, tt.hops, got, tt.want)
+		}
+	}
+}
+
+func TestBucketsRefillAndEviction(t *testing.T) {
+	b := httpx.NewBuckets(30)
+	t0 := time.UnixMilli(0)
+	for i := range 30 {
+		if !b.Allow("k", t0) {
+			t.Fatalf("request %d refused", i+1)
+		}
+	}
+	if b.Allow("k", t0) || b.Has("k", t0) {
+		t.Fatal("31st allowed")
+	}
+	if !b.Has("k", t0.Add(2*time.Second)) {
+		t.Fatal("no token 2 s later (refill is one per 2 s)")
+	}
+	for i := range contract.MaxTrackedBucketKeys + 10 {
+		b.Allow(fmt.Sprint("ip", i), t0)
+	}
+	if n := b.Len(); n > contract.MaxTrackedBucketKeys {
+		t.Fatalf("tracking %d keys, want at most %d", n, contract.MaxTrackedBucketKeys)
+	}
+}
