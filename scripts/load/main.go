@@ -59,19 +59,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	hc := &http.Client{Timeout: 30 * time.Second}
 	var mu sync.Mutex
 	var all []sent
-	g, ctx := errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
 	for h := range *hosts {
 		g.Go(func() error {
 			kp, err := hostclient.GenerateKeypair(rand.Reader)
 			if err != nil {
 				return err
 			}
-			c, err := hostclient.New(hostclient.Options{BaseURL: *gateway, Keypair: kp, HTTPClient: hc, Clock: clock.Real{}})
+			// Each host has a client IP of its own, as real desktops do, so
+			// the per-IP sign-in bucket meters hosts, not the tool.
+			ip := &http.Client{Timeout: hc.Timeout, Transport: forwardedFor{fmt.Sprintf("198.18.%d.%d", h/256, h%256)}}
+			c, err := hostclient.New(hostclient.Options{BaseURL: *gateway, Keypair: kp, HTTPClient: ip, Clock: clock.Real{}})
 			if err != nil {
 				return err
 			}
 			token := fmt.Sprintf("%064x", h+1)
-			reg, err := c.Register(ctx, hostclient.RegisterParams{DeviceID: "phone", Platform: contract.PlatformIOS,
+			reg, err := c.Register(gctx, hostclient.RegisterParams{DeviceID: "phone", Platform: contract.PlatformIOS,
 				Token: token, APNSEnvironment: contract.APNSSandbox})
 			if err != nil {
 				return err
@@ -81,7 +84,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				n := contract.Notification{NotificationID: id, Seq: int64(i), Epoch: "load", Source: contract.SourcePlugin,
 					AgentState: contract.AgentFinished, Title: "Load", Body: id}
 				at := time.Now().UnixMilli()
-				res, err := c.Send(ctx, []string{reg}, n)
+				res, err := c.Send(gctx, []string{reg}, n)
 				if err != nil {
 					return err
 				}
@@ -162,4 +165,13 @@ func inbox(ctx context.Context, hc *http.Client, gateway string) (map[string]int
 		out[token+"/"+d.Body.Orca.NotificationID] = d.ReceivedAt
 	}
 	return out, nil
+}
+
+// forwardedFor sends each request with X-Forwarded-For set to its client IP.
+type forwardedFor struct{ ip string }
+
+func (f forwardedFor) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Forwarded-For", f.ip)
+	return http.DefaultTransport.RoundTrip(r)
 }

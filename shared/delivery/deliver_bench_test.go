@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,27 +61,27 @@ func BenchmarkDeliver(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			// One registration per worker and host, so the one-in-flight rule
-			// never holds a worker back.
-			regs := make([]string, deliverWorkers)
+			// Batches go out in order from one queue, round-robin over far more
+			// registrations than workers, so the one-in-flight rule never
+			// holds a worker back.
+			regs := make([]string, 4*contract.MaxDevicesPerHost)
 			for i := range regs {
-				regs[i], err = s.RegisterDevice(ctx, fmt.Sprintf("host%02d", i), contract.RegisterRequest{
-					DeviceID: "phone", Platform: contract.PlatformIOS, Token: token, APNSEnvironment: contract.APNSSandbox}, 1)
+				regs[i], err = s.RegisterDevice(ctx, fmt.Sprintf("host%d", i%4), contract.RegisterRequest{
+					DeviceID: fmt.Sprintf("phone%d", i), Platform: contract.PlatformIOS, Token: token,
+					APNSEnvironment: contract.APNSSandbox}, 1)
 				if err != nil {
 					b.Fatal(err)
 				}
 			}
-			batches := make([]chan string, deliverWorkers)
-			for i := range batches {
-				batches[i] = make(chan string, b.N/deliverWorkers+1)
-			}
+			queue := make(chan string, b.N)
 			now := clk.Now().UnixMilli()
 			for i := range b.N {
-				w := i % deliverWorkers
+				r := i % len(regs)
+				host := fmt.Sprintf("host%d", r%4)
 				var id string
-				err := s.HostTx(ctx, fmt.Sprintf("host%02d", w), func(tx *store.Tx) error {
+				err := s.HostTx(ctx, host, func(tx *store.Tx) error {
 					var err error
-					id, err = tx.InsertBatch(ctx, store.NewBatch{Host: fmt.Sprintf("host%02d", w), RegistrationID: regs[w],
+					id, err = tx.InsertBatch(ctx, store.NewBatch{Host: host, RegistrationID: regs[r],
 						Kind: contract.KindAlert, Payload: "[" + payload + "]", Members: 1, DueAt: now,
 						ExpiresAt: now + time.Hour.Milliseconds()}, now)
 					return err
@@ -90,15 +89,13 @@ func BenchmarkDeliver(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				batches[w] <- id
+				queue <- id
 			}
-			var worker atomic.Int32
 			b.ResetTimer()
 			b.SetParallelism((deliverWorkers + 1) / 2)
 			b.RunParallel(func(pb *testing.PB) {
-				w := int(worker.Add(1)-1) % deliverWorkers
 				for pb.Next() {
-					if err := dl.Deliver(ctx, <-batches[w]); err != nil {
+					if err := dl.Deliver(ctx, <-queue); err != nil {
 						b.Error(err)
 					}
 				}
