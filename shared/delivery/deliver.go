@@ -225,19 +225,18 @@ func encodeMembers(members []contract.Notification) string {
 }
 
 // finish ends the leased batch in state and hands the registration's other
-// due batches, held back by this lease, to the scheduler.
+// due batches, held back by this lease, to the scheduler. The lease token
+// fences the end, so it needs neither a transaction nor the host lock.
 func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchState, reason string) error {
 	now := d.clock.Now().UnixMilli()
-	var next []string
-	err := d.store.HostTx(ctx, c.batch.Host, func(tx *store.Tx) error {
-		next = nil
-		ended, err := tx.EndBatch(ctx, c.batch.ID, c.token, state, reason, now)
-		if err != nil || !ended {
-			return err // a lost lease: the new holder records the outcome
-		}
-		next, err = tx.DueBatches(ctx, c.batch.RegistrationID, now)
-		return err
-	})
+	ended, err := d.store.EndLeasedBatch(ctx, c.batch.ID, c.token, state, reason, now)
+	if err != nil {
+		return fmt.Errorf("finish: %w", err)
+	}
+	if !ended {
+		return nil // a lost lease: the new holder records the outcome
+	}
+	next, err := d.store.DueBatches(ctx, c.batch.RegistrationID, now)
 	if err != nil {
 		return fmt.Errorf("finish: %w", err)
 	}

@@ -108,10 +108,30 @@ func (t *Tx) LeaseBatch(ctx context.Context, id, token string, leaseUntil int64)
 // a stale holder's finish changes nothing. It reports whether it ended the
 // batch.
 func (t *Tx) EndBatch(ctx context.Context, id, token string, state BatchState, reason string, now int64) (bool, error) {
-	n, err := t.exec(ctx, `UPDATE push_delivery_batches
+	return endBatch(ctx, t.tx, id, token, state, reason, now)
+}
+
+// EndLeasedBatch is [Tx.EndBatch] on its own, outside a transaction: the
+// lease token fences it, so a finishing delivery needs no host lock.
+func (s *Store) EndLeasedBatch(ctx context.Context, id, token string, state BatchState, reason string, now int64) (bool, error) {
+	return endBatch(ctx, s.db, id, token, state, reason, now)
+}
+
+// execer is what *sql.DB and *sql.Tx share.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func endBatch(ctx context.Context, db execer, id, token string, state BatchState, reason string, now int64) (bool, error) {
+	res, err := db.ExecContext(ctx, `UPDATE push_delivery_batches
 		SET state = $2, reason = $3, payload_json = $4, finished_at = $5, lease_token = NULL, lease_until = 0
 		WHERE batch_id = $1 AND state = 'pending' AND ($6 = '' OR lease_token = $6)`,
 		id, string(state), nullable(reason), EmptyPayload, now, token)
+	if err != nil {
+		return false, fmt.Errorf("end batch: %w", err)
+	}
+	n, err := res.RowsAffected()
 	if err != nil {
 		return false, fmt.Errorf("end batch: %w", err)
 	}
@@ -136,13 +156,26 @@ func (t *Tx) RetryBatch(ctx context.Context, id, token string, dueAt, now int64)
 // to the scheduler after commit, so a batch held back by this registration's
 // lease goes out as soon as the lease ends.
 func (t *Tx) DueBatches(ctx context.Context, registrationID string, now int64) ([]string, error) {
-	rows, err := t.tx.QueryContext(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
+	return dueBatches(ctx, t.tx, registrationID, now)
+}
+
+// DueBatches is [Tx.DueBatches] on its own, outside a transaction.
+func (s *Store) DueBatches(ctx context.Context, registrationID string, now int64) ([]string, error) {
+	return dueBatches(ctx, s.db, registrationID, now)
+}
+
+func dueBatches(ctx context.Context, db execer, registrationID string, now int64) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
 		WHERE registration_id = $1 AND state = 'pending' AND due_at <= $2 AND lease_until <= $2 AND expires_at > $2
 		RETURNING batch_id`, registrationID, now)
 	if err != nil {
 		return nil, fmt.Errorf("due batches: %w", err)
 	}
-	return scanIDs(rows)
+	ids, err := scanIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("due batches: %w", err)
+	}
+	return ids, nil
 }
 
 func scanIDs(rows *sql.Rows) ([]string, error) {

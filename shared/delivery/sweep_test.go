@@ -1,0 +1,99 @@
+package delivery_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/delivery"
+	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/store/storetest"
+)
+
+// TestSweepRetention checks every retention rule at its boundary: challenges
+// 30 s after expiry, sessions at expiry, hosts after an hour without contact
+// unless a device names them, identities, fences and finished batches after 24 h, and overdue
+// pending batches expired with their payload cleared.
+func TestSweepRetention(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			ctx := context.Background()
+			e := mustEnv(t, d)
+			sw, err := delivery.NewSweeper(delivery.SweeperOptions{Store: e.store, Clock: e.clock, Counters: e.counters, Scheduler: e.sched})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t0 := e.now()
+			if err := e.store.InsertChallenge(ctx, store.Challenge{ID: "c", HostFingerprint: "h", HostPublicKey: "k",
+				ProofHash: "p", Transcript: "t", ExpiresAt: t0 + contract.ChallengeTTL.Milliseconds()}); err != nil {
+				t.Fatal(err)
+			}
+			err = e.store.HostTx(ctx, "lonely", func(tx *store.Tx) error {
+				if err := tx.TouchHost(ctx, "lonely", "k", t0); err != nil {
+					return err
+				}
+				if err := tx.TouchHost(ctx, "host", "k", t0); err != nil {
+					return err
+				}
+				return tx.ReplaceSession(ctx, "host", "hash", t0+contract.SessionTTL.Milliseconds(), t0)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := e.device(t, "host", "phone")
+			e.mustSend(t, contract.StatusQueued, "host", alert("n1", 1), reg)
+			dismiss := dismissal("n0", 1)
+			e.mustSend(t, contract.StatusQueued, "host", dismiss, reg)
+			sweep := func() delivery.SweepReport {
+				t.Helper()
+				r, err := sw.Sweep(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			count := func(table string) int64 {
+				t.Helper()
+				n, err := e.store.RowCounts(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n[table]
+			}
+
+			e.clock.Set(time.UnixMilli(t0 + (contract.ChallengeTTL + contract.ChallengeGrace).Milliseconds()))
+			sweep()
+			if count("push_challenges") != 1 {
+				t.Fatal("challenge pruned at expiry + 30 s, want kept until after")
+			}
+			e.clock.Advance(time.Millisecond)
+			sweep()
+			if count("push_challenges") != 0 {
+				t.Fatal("challenge kept after expiry + 30 s")
+			}
+			// The alert's batch is overdue after 5 minutes: expired, payload cleared.
+			e.clock.Set(time.UnixMilli(t0 + contract.EventLifetime.Milliseconds()))
+			if r := sweep(); r.Expired != 2 {
+				t.Fatalf("expired %d batches, want the alert's and the dismissal's", r.Expired)
+			}
+			e.clock.Set(time.UnixMilli(t0 + contract.HostRetention.Milliseconds() + 1))
+			sweep()
+			if n := count("push_hosts"); n != 1 {
+				t.Fatalf("%d hosts after an hour, want only the one a device names", n)
+			}
+			// Finished batches go 24 h after they finished (the expiry above).
+			e.clock.Set(time.UnixMilli(t0 + (contract.EventLifetime + contract.Retention).Milliseconds() + 1))
+			sweep()
+			for _, table := range store.Tables {
+				want := int64(0)
+				if table == "push_hosts" || table == "push_devices" {
+					want = 1
+				}
+				if n := count(table); n != want {
+					t.Errorf("%s: %d rows after 24 h, want %d", table, n, want)
+				}
+			}
+		})
+	}
+}
