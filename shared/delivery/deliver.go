@@ -61,6 +61,12 @@ type claimed struct {
 	token    string
 	attempts int
 	members  []contract.Notification
+	// device is the registration as read at the claim; empty
+	// RegistrationID when it was deleted.
+	device store.Device
+	// othersWaiting reports that other due batches of the registration
+	// were held back by this one.
+	othersWaiting bool
 }
 
 // Deliver claims batchID, sends it, and records the outcome. A task that
@@ -72,12 +78,9 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 	if err != nil || c == nil {
 		return err
 	}
-	dev, err := d.store.Device(ctx, c.batch.RegistrationID)
-	if errors.Is(err, store.ErrNoRow) || (err == nil && dev.Dead) {
+	dev := c.device
+	if dev.RegistrationID == "" || dev.Dead {
 		return d.finish(ctx, c, store.BatchDead, registrationUnavailable)
-	}
-	if err != nil {
-		return fmt.Errorf("deliver: %w", err)
 	}
 	if c.attempts > 1 {
 		d.counters.Inc(obs.DeliveryRetry)
@@ -130,7 +133,8 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 	expired := false
 	err = d.store.HostTx(ctx, b.Host, func(tx *store.Tx) error {
 		c, later, expired = nil, 0, false
-		b, err := tx.LockedBatch(ctx, batchID)
+		v, err := tx.ClaimView(ctx, batchID, now)
+		b := v.Batch
 		switch {
 		case errors.Is(err, store.ErrNoRow):
 			return nil
@@ -147,25 +151,26 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 		case b.LeaseUntil > now:
 			later = b.LeaseUntil // in flight: look again when the lease ends
 			return nil
+		case v.LeasedUntil > 0:
+			later = min(v.LeasedUntil, now+contract.MinRetryDelay.Milliseconds())
+			return nil
 		}
-		until, err := tx.RegistrationLeasedUntil(ctx, b.RegistrationID, b.ID, now)
+		members, err := decodeMembers(b.ID, b.Payload)
 		if err != nil {
 			return err
 		}
-		if until > 0 {
-			later = min(until, now+contract.MinRetryDelay.Milliseconds())
-			return nil
-		}
-		members, err := d.unfenced(ctx, tx, b)
-		if err != nil || members == nil {
-			return err
+		if v.HostFenced {
+			if members, err = d.unfenced(ctx, tx, b); err != nil || members == nil {
+				return err
+			}
 		}
 		token := uuid.NewString()
 		attempts, err := tx.LeaseBatch(ctx, b.ID, token, now+contract.LeaseDuration.Milliseconds())
 		if err != nil {
 			return err
 		}
-		c = &claimed{batch: b, token: token, attempts: attempts, members: members}
+		c = &claimed{batch: b, token: token, attempts: attempts, members: members,
+			device: v.Device, othersWaiting: v.OthersWaiting}
 		return nil
 	})
 	if err != nil {
@@ -233,8 +238,11 @@ func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchSta
 	if err != nil {
 		return fmt.Errorf("finish: %w", err)
 	}
-	if !ended {
-		return nil // a lost lease: the new holder records the outcome
+	if !ended || !c.othersWaiting {
+		// A lost lease: the new holder records the outcome. Or nothing
+		// waited behind this delivery: a batch that arrives during it
+		// looks again a second later by itself.
+		return nil
 	}
 	next, err := d.store.DueBatches(ctx, c.batch.RegistrationID, now)
 	if err != nil {

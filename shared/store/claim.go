@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"onorca.dev/push/shared/contract"
 )
 
 // The states a batch finishes in (reference-behaviour §8.2).
@@ -36,18 +38,58 @@ func (t *Tx) LockedBatch(ctx context.Context, id string) (Batch, error) {
 	return b, nil
 }
 
-// RegistrationLeasedUntil returns the latest live lease (after now) held by
-// another pending batch of the registration, or 0: one delivery per
-// registration is in flight at a time.
-func (t *Tx) RegistrationLeasedUntil(ctx context.Context, registrationID, exceptBatch string, now int64) (int64, error) {
-	var until sql.NullInt64
-	err := t.tx.QueryRowContext(ctx, `SELECT MAX(lease_until) FROM push_delivery_batches
-		WHERE registration_id = $1 AND batch_id <> $2 AND state = 'pending' AND lease_until > $3`,
-		registrationID, exceptBatch, now).Scan(&until)
-	if err != nil {
-		return 0, fmt.Errorf("registration lease: %w", err)
+// ClaimView is what a delivery needs to decide on a claim, read in one
+// statement: the batch, the latest live lease another pending batch of its
+// registration holds (one delivery per registration is in flight at a
+// time), whether other due batches of the registration wait, and the
+// registration as it stands now (Device.RegistrationID is empty when it was
+// deleted).
+type ClaimView struct {
+	Batch         Batch
+	LeasedUntil   int64
+	OthersWaiting bool
+	// HostFenced reports whether the host has any dismissal fence, so a
+	// claim looks fences up only then.
+	HostFenced bool
+	Device     Device
+}
+
+// ClaimView reads the view of batch id at now; ErrNoRow when there is no
+// such batch. Call it under HostTx of the batch's host.
+func (t *Tx) ClaimView(ctx context.Context, id string, now int64) (ClaimView, error) {
+	var v ClaimView
+	b := &v.Batch
+	var leased sql.NullInt64
+	var waiting, fenced int
+	var reg, token, platform, env sql.NullString
+	var dead sql.NullInt64
+	err := t.tx.QueryRowContext(ctx, `SELECT b.batch_id, b.host_fingerprint, b.registration_id, b.kind, b.payload_json,
+		b.members, b.state, b.due_at, b.expires_at, b.lease_until, b.attempts, b.scheduled_at, b.created_at,
+		(SELECT MAX(o.lease_until) FROM push_delivery_batches o WHERE o.registration_id = b.registration_id
+			AND o.batch_id <> b.batch_id AND o.state = 'pending' AND o.lease_until > $2),
+		(SELECT COUNT(*) FROM push_delivery_batches o WHERE o.registration_id = b.registration_id
+			AND o.batch_id <> b.batch_id AND o.state = 'pending' AND o.due_at <= $2),
+		(SELECT COUNT(*) FROM (SELECT 1 FROM push_dismissed_events f
+			WHERE f.host_fingerprint = b.host_fingerprint LIMIT 1) AS any_fence),
+		d.registration_id, d.token, d.platform, d.apns_environment, d.dead_at
+		FROM push_delivery_batches b LEFT JOIN push_devices d ON d.registration_id = b.registration_id
+		WHERE b.batch_id = $1`, id, now).
+		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,
+			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &b.Attempts, &b.ScheduledAt, &b.CreatedAt,
+			&leased, &waiting, &fenced, &reg, &token, &platform, &env, &dead)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ClaimView{}, ErrNoRow
 	}
-	return until.Int64, nil
+	if err != nil {
+		return ClaimView{}, fmt.Errorf("claim view: %w", err)
+	}
+	v.LeasedUntil, v.OthersWaiting, v.HostFenced = leased.Int64, waiting > 0, fenced > 0
+	if reg.Valid {
+		v.Device = Device{RegistrationID: reg.String, HostFingerprint: b.Host, Token: token.String,
+			Platform: contract.Platform(platform.String), APNSEnvironment: contract.APNSEnvironment(env.String),
+			Dead: dead.Valid}
+	}
+	return v, nil
 }
 
 // FenceKey names a dismissal fence within a host.
