@@ -1,0 +1,54 @@
+package obs_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"onorca.dev/push/shared/obs"
+)
+
+func TestFlushWritesOneLineAndResets(t *testing.T) {
+	var buf bytes.Buffer
+	c := obs.NewCounters(slog.New(slog.NewJSONHandler(&buf, nil)))
+	c.Flush()
+	if buf.Len() != 0 {
+		t.Fatalf("an empty flush wrote %q", buf.String())
+	}
+	c.Inc(obs.SendQueued)
+	c.Add(obs.DeliverySent, 3)
+	c.Flush()
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("not one JSON line: %q", buf.String())
+	}
+	if line["msg"] != "orca_push_counters" || line[obs.SendQueued] != float64(1) || line[obs.DeliverySent] != float64(3) {
+		t.Fatalf("line = %v", line)
+	}
+	if n := c.Consume(); len(n) != 0 {
+		t.Fatalf("after a flush: %v, want nothing", n)
+	}
+}
+
+func TestHost(t *testing.T) {
+	if got := obs.Host("D20lU_8MD0R64gLt"); got != "D20l" {
+		t.Fatalf("Host = %q, want %q", got, "D20l")
+	}
+}
+
+type leaky struct{}
+
+func (leaky) Error() string { return "token=SECRET" }
+
+func TestErrorTypeIsTheInnermostType(t *testing.T) {
+	err := fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", leaky{}))
+	if got := obs.ErrorType(err); got != "obs_test.leaky" {
+		t.Fatalf("ErrorType = %q", got)
+	}
+	if got := obs.ErrorType(errors.Join(leaky{}, errors.New("x"))); got != "obs_test.leaky" {
+		t.Fatalf("ErrorType(joined) = %q", got)
+	}
+}
