@@ -155,8 +155,17 @@ type Batch struct {
 
 // Batch reads one batch; ErrNoRow when there is none.
 func (s *Store) Batch(ctx context.Context, id string) (Batch, error) {
+	return readBatch(ctx, s.db, id)
+}
+
+// queryRower is what *sql.DB and *sql.Tx share for single-row reads.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func readBatch(ctx context.Context, db queryRower, id string) (Batch, error) {
 	var b Batch
-	err := s.db.QueryRowContext(ctx, `SELECT batch_id, host_fingerprint, registration_id, kind, payload_json,
+	err := db.QueryRowContext(ctx, `SELECT batch_id, host_fingerprint, registration_id, kind, payload_json,
 		members, state, due_at, expires_at, lease_until, attempts, scheduled_at, created_at
 		FROM push_delivery_batches WHERE batch_id = $1`, id).
 		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,

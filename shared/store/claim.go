@@ -23,19 +23,7 @@ const (
 // none. Call it under HostTx of the batch's host, so no other claim or
 // admission of the host runs meanwhile.
 func (t *Tx) LockedBatch(ctx context.Context, id string) (Batch, error) {
-	var b Batch
-	err := t.tx.QueryRowContext(ctx, `SELECT batch_id, host_fingerprint, registration_id, kind, payload_json,
-		members, state, due_at, expires_at, lease_until, attempts, scheduled_at, created_at
-		FROM push_delivery_batches WHERE batch_id = $1`, id).
-		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,
-			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &b.Attempts, &b.ScheduledAt, &b.CreatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Batch{}, ErrNoRow
-	}
-	if err != nil {
-		return Batch{}, fmt.Errorf("read batch: %w", err)
-	}
-	return b, nil
+	return readBatch(ctx, t.tx, id)
 }
 
 // ClaimView is what a delivery needs to decide on a claim, read in one
