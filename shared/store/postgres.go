@@ -121,6 +121,7 @@ func (postgresDialect) lockMigrations(ctx context.Context, conn *sql.Conn) (func
 		return nil, err
 	}
 	return func() {
-		conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, int64(migrationLockKey))
+		// The unlock must run even when ctx has ended.
+		conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLockKey))
 	}, nil
 }
