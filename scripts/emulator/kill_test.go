@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/hostclient"
+	"onorca.dev/push/shared/providers/standin"
+	"onorca.dev/push/shared/store/storetest"
+)
+
+// control calls an emulator's control route and decodes the answer into out.
+func controlCall(t *testing.T, origin, method, path, body string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, origin+path, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func processInbox(t *testing.T, origin string) []standin.Delivery {
+	var in struct{ Deliveries []standin.Delivery }
+	controlCall(t, origin, "GET", "/_emulator/inbox", "", &in)
+	return in.Deliveries
+}
+
+// TestKilledMidDelivery kills the gateway process with SIGKILL while a
+// delivery is in the provider call (after the claim, before the outcome is
+// recorded), starts a new process on the same PostgreSQL, and checks that the
+// alert is delivered exactly once more, with the same collapse id: the lease
+// expires, the sweep finds the batch whose task died with the process, and
+// Cloud Tasks (here the new process's emulator) runs it.
+func TestKilledMidDelivery(t *testing.T) {
+	var pg storetest.Dialect
+	for _, d := range storetest.Dialects(t) {
+		if d.Name == "postgres" {
+			pg = d
+		}
+	}
+	if pg.Name == "" {
+		t.Skip("needs PostgreSQL, shared by the two processes")
+	}
+	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1"}
+	p1 := startEmulator(t, env...)
+	ctx := context.Background()
+	kp, _ := hostclient.GenerateKeypair(rand.Reader)
+	h, err := hostclient.New(hostclient.Options{BaseURL: p1.origin, Keypair: kp, HTTPClient: http.DefaultClient, Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := h.Register(ctx, hostclient.RegisterParams{DeviceID: "phone", Platform: contract.PlatformIOS,
+		Token: strings.Repeat("cd", 32), APNSEnvironment: contract.APNSProduction})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Send(ctx, []string{reg}, contract.Notification{NotificationID: "n1", Seq: 1, Epoch: "e",
+		Source: contract.SourceAgentTaskComplete, AgentState: contract.AgentFinished, Title: "Done", Body: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	controlCall(t, p1.origin, "POST", "/_emulator/faults", `{"provider":"apns","token":"*","hang":true}`, nil)
+	controlCall(t, p1.origin, "POST", "/_emulator/clock", `{"advanceMs":3000}`, nil)
+	go http.Post(p1.origin+"/_emulator/tasks/run-due", "application/json", nil) // hangs in the provider call
+	var first []standin.Delivery
+	for deadline := time.Now().Add(10 * time.Second); len(first) == 0; { // crossing a process boundary
+		if time.Now().After(deadline) {
+			t.Fatal("the alert never reached the stand-in")
+		}
+		first = processInbox(t, p1.origin)
+	}
+	if err := p1.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p1.cmd.Wait()
+
+	p2 := startEmulator(t, env...)
+	for range 3 { // past the 30 s lease and the sweep's grace; sweeps run each minute
+		controlCall(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":61000}`, nil)
+		controlCall(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)
+	}
+	again := processInbox(t, p2.origin)
+	if len(again) != 1 || again[0].Status != http.StatusOK {
+		t.Fatalf("after the restart the stand-in got %+v, want one accepted request", again)
+	}
+	if a, b := first[0].Headers["apns-collapse-id"], again[0].Headers["apns-collapse-id"]; a == "" || a != b {
+		t.Fatalf("collapse ids %q and %q, want the same", a, b)
+	}
+	controlCall(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":300000}`, nil)
+	controlCall(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)
+	if n := len(processInbox(t, p2.origin)); n != 1 {
+		t.Fatalf("%d requests in the end, want 1", n)
+	}
+}
