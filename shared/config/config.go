@@ -59,6 +59,18 @@ type Config struct {
 	ManualClock bool
 }
 
+// VarError is a configuration variable that is missing or wrong. Its text
+// names the variable and the rule, never the value.
+type VarError struct {
+	// Var is the environment variable at fault.
+	Var string
+	// Rule says what it must be.
+	Rule string
+}
+
+// Error returns the variable and the rule.
+func (e *VarError) Error() string { return e.Var + " " + e.Rule }
+
 // APNSConfigured reports whether APNs credentials were given.
 func (c *Config) APNSConfigured() bool { return c.APNSKey != "" }
 
@@ -67,8 +79,8 @@ var (
 	fcmProjectRegexp = regexp.MustCompile(`^[a-z0-9-]{4,64}$`)
 )
 
-// Load reads the configuration through getenv. It returns an error naming the
-// variable at fault; the error never holds a secret's value.
+// Load reads the configuration through getenv. Its error joins one
+// [*VarError] per variable at fault; none holds a value.
 func Load(getenv func(string) string) (Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	c := Config{
@@ -98,7 +110,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < min || n > max {
-			errs = append(errs, fmt.Errorf("%s must be an integer in %d..%d", key, min, max))
+			errs = append(errs, &VarError{key, fmt.Sprintf("must be an integer in %d..%d", min, max)})
 			return def
 		}
 		return n
@@ -110,7 +122,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.TrustedProxyHops = number("ORCA_PUSH_TRUSTED_PROXY_HOPS", 0, 0, contract.MaxTrustedProxyHops)
 
 	if c.PublicURL == "" {
-		errs = append(errs, errors.New("ORCA_PUSH_PUBLIC_URL is required"))
+		errs = append(errs, &VarError{"ORCA_PUSH_PUBLIC_URL", "is required"})
 	} else if err := CheckOrigin(c.PublicURL); err != nil {
 		errs = append(errs, err)
 	}
@@ -123,29 +135,29 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	switch {
 	case set != 0 && set != len(apns):
-		errs = append(errs, errors.New("ORCA_PUSH_APNS_KEY, ORCA_PUSH_APNS_KEY_ID and ORCA_PUSH_APPLE_TEAM_ID must be configured together"))
+		errs = append(errs, &VarError{"ORCA_PUSH_APNS_KEY", "and ORCA_PUSH_APNS_KEY_ID and ORCA_PUSH_APPLE_TEAM_ID must be configured together"})
 	case set == len(apns):
 		if !strings.Contains(c.APNSKey, "-----BEGIN") {
-			errs = append(errs, errors.New("ORCA_PUSH_APNS_KEY must be PEM text"))
+			errs = append(errs, &VarError{"ORCA_PUSH_APNS_KEY", "must be PEM text"})
 		}
 		if !teamIDPattern.MatchString(c.APNSKeyID) {
-			errs = append(errs, errors.New("ORCA_PUSH_APNS_KEY_ID must be 10 upper-case letters or digits"))
+			errs = append(errs, &VarError{"ORCA_PUSH_APNS_KEY_ID", "must be 10 upper-case letters or digits"})
 		}
 		if !teamIDPattern.MatchString(c.AppleTeamID) {
-			errs = append(errs, errors.New("ORCA_PUSH_APPLE_TEAM_ID must be 10 upper-case letters or digits"))
+			errs = append(errs, &VarError{"ORCA_PUSH_APPLE_TEAM_ID", "must be 10 upper-case letters or digits"})
 		}
 	}
 	if l := len(c.APNSTopic); l > 255 {
-		errs = append(errs, errors.New("ORCA_PUSH_APNS_TOPIC must be 1..255 characters"))
+		errs = append(errs, &VarError{"ORCA_PUSH_APNS_TOPIC", "must be 1..255 characters"})
 	}
 	if !fcmProjectRegexp.MatchString(c.FCMProjectID) {
-		errs = append(errs, errors.New("ORCA_PUSH_FCM_PROJECT_ID must be 4..64 lower-case letters, digits or dashes"))
+		errs = append(errs, &VarError{"ORCA_PUSH_FCM_PROJECT_ID", "must be 4..64 lower-case letters, digits or dashes"})
 	}
 	if c.CloudSQLInstance != "" && c.DatabaseURL == "" {
-		errs = append(errs, errors.New("ORCA_PUSH_CLOUDSQL_INSTANCE needs ORCA_PUSH_DATABASE_URL (user and database name)"))
+		errs = append(errs, &VarError{"ORCA_PUSH_CLOUDSQL_INSTANCE", "needs ORCA_PUSH_DATABASE_URL (user and database name)"})
 	}
 	if (c.TasksQueue == "") != (c.DeliverURL == "") {
-		errs = append(errs, errors.New("ORCA_PUSH_TASKS_QUEUE and ORCA_PUSH_DELIVER_URL must be configured together"))
+		errs = append(errs, &VarError{"ORCA_PUSH_TASKS_QUEUE", "and ORCA_PUSH_DELIVER_URL must be configured together"})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
@@ -157,7 +169,7 @@ func Load(getenv func(string) string) (Config, error) {
 // https, or http on localhost, 127.0.0.1 or ::1 (reference-behaviour §9).
 func CheckOrigin(s string) error {
 	u, err := url.Parse(s)
-	bad := fmt.Errorf("ORCA_PUSH_PUBLIC_URL must be a canonical origin such as https://push.onorca.dev")
+	bad := &VarError{"ORCA_PUSH_PUBLIC_URL", "must be a canonical origin such as https://push.onorca.dev"}
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 		return bad
 	}
