@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -215,18 +214,9 @@ func (d *Deliverer) unfenced(ctx context.Context, tx *store.Tx, b store.Batch) (
 	case len(kept) == 0:
 		return nil, tx.DismissBatch(ctx, b.ID, d.clock.Now().UnixMilli())
 	case len(kept) < len(members):
-		return kept, tx.SetBatchMembers(ctx, b.ID, encodeMembers(kept), len(kept))
+		return kept, tx.SetBatchMembers(ctx, b.ID, string(contract.AppendNotifications(nil, kept)), len(kept))
 	}
 	return members, nil
-}
-
-// encodeMembers is the stored payload of members.
-func encodeMembers(members []contract.Notification) string {
-	parts := make([]string, len(members))
-	for i := range members {
-		parts[i] = string(members[i].AppendJSON(nil, true))
-	}
-	return "[" + strings.Join(parts, ",") + "]"
 }
 
 // finish ends the leased batch in state and hands the registration's other
