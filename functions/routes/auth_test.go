@@ -2,6 +2,7 @@ package routes_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -37,7 +38,7 @@ func (g *gateway) session(t *testing.T, challengeID, proof string) (int, string)
 
 func mustKeypair(t testing.TB) hostclient.Keypair {
 	t.Helper()
-	kp, err := hostclient.GenerateKeypair(randReader{})
+	kp, err := hostclient.GenerateKeypair(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}

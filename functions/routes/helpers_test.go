@@ -18,6 +18,7 @@ import (
 	"onorca.dev/push/functions/routes"
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/config"
+	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/hostclient"
 	"onorca.dev/push/shared/service"
 	"onorca.dev/push/shared/store"
@@ -56,8 +57,14 @@ func mustGatewayOn(t testing.TB, opts store.Options) *gateway {
 		t.Fatal(err)
 	}
 	cfg.DatabaseURL, cfg.DataDir, cfg.PoolMax = opts.DatabaseURL, opts.DataDir, opts.PoolMax
-	svc, err := service.New(context.Background(), service.Options{
-		Config: cfg, Clock: clk, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	st, err := service.OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := service.New(service.Options{
+		Config: cfg, Clock: clk, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Store: st, Rand: rand.Reader,
+		Scheduler: delivery.NopScheduler{}, APNS: delivery.Unconfigured("apns_not_configured"),
+		FCM: delivery.Unconfigured("fcm_not_configured"),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/hostclient"
 	"onorca.dev/push/shared/service"
 	"onorca.dev/push/shared/store"
@@ -91,8 +92,10 @@ func mustBenchService(b *testing.B, s *store.Store, window time.Duration, hosts,
 		b.Fatal(err)
 	}
 	cfg.Coalesce = window
-	svc, err := service.New(ctx, service.Options{Config: cfg, Clock: clk,
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Store: s})
+	svc, err := service.New(service.Options{Config: cfg, Clock: clk,
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Store: s, Rand: rand.Reader,
+		Scheduler: delivery.NopScheduler{}, APNS: delivery.Unconfigured("apns_not_configured"),
+		FCM: delivery.Unconfigured("fcm_not_configured")})
 	if err != nil {
 		b.Fatal(err)
 	}

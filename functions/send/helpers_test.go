@@ -23,6 +23,7 @@ import (
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/hostclient"
 	"onorca.dev/push/shared/service"
 	"onorca.dev/push/shared/store"
@@ -67,9 +68,10 @@ func mustGateway(t testing.TB, s *store.Store) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.svc, err = service.New(context.Background(), service.Options{
+	g.svc, err = service.New(service.Options{
 		Config: cfg, Clock: g.clock, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Store: s, Scheduler: g.sched,
+		Store: s, Rand: rand.Reader, Scheduler: g.sched,
+		APNS: delivery.Unconfigured("apns_not_configured"), FCM: delivery.Unconfigured("fcm_not_configured"),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -106,11 +107,17 @@ func newEmulator(ctx context.Context, cfg config.Config, clk clock.Clock, manual
 	if err != nil {
 		return nil, err
 	}
-	svc, err := service.New(ctx, service.Options{
-		Config: cfg, Clock: clk, Log: log,
+	st, err := service.OpenStore(ctx, cfg)
+	if err != nil {
+		local.close()
+		return nil, err
+	}
+	svc, err := service.New(service.Options{
+		Config: cfg, Clock: clk, Log: log, Store: st, Rand: rand.Reader,
 		Scheduler: local.scheduler, APNS: local.apns, FCM: local.fcm,
 	})
 	if err != nil {
+		st.Close()
 		local.close()
 		return nil, err
 	}

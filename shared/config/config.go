@@ -71,9 +71,6 @@ type VarError struct {
 // Error returns the variable and the rule.
 func (e *VarError) Error() string { return e.Var + " " + e.Rule }
 
-// APNSConfigured reports whether APNs credentials were given.
-func (c *Config) APNSConfigured() bool { return c.APNSKey != "" }
-
 var (
 	teamIDPattern    = regexp.MustCompile(`^[A-Z0-9]{10}$`)
 	fcmProjectRegexp = regexp.MustCompile(`^[a-z0-9-]{4,64}$`)

@@ -19,7 +19,7 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Port != 8080 || c.DataDir != "./data/push" || c.PoolMax != 10 || c.APNSTopic != contract.DefaultAPNSTopic ||
 		c.FCMProjectID != contract.DefaultFCMProjectID || c.Coalesce != 3*time.Second || c.TrustedProxyHops != 0 ||
-		c.APNSConfigured() {
+		c.APNSKey != "" {
 		t.Fatalf("defaults = %+v", c)
 	}
 }

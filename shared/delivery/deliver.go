@@ -251,7 +251,7 @@ func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchSta
 // dismissed while in flight is not retried.
 func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) error {
 	now := d.clock.Now().UnixMilli()
-	delay := max(contract.MinRetryDelay, Backoff(c.attempts), out.RetryAfter)
+	delay := max(contract.MinRetryDelay, backoff(c.attempts), out.RetryAfter)
 	at := now + delay.Milliseconds()
 	if at >= c.batch.ExpiresAt {
 		d.counters.Inc(obs.DeliveryExpired)
@@ -290,9 +290,9 @@ func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) err
 	return nil
 }
 
-// Backoff is the exponential delay before the next attempt after attempts
+// backoff is the exponential delay before the next attempt after attempts
 // attempts: 2, 4, 8, 16, then 30 s (reference-behaviour §6).
-func Backoff(attempts int) time.Duration {
+func backoff(attempts int) time.Duration {
 	return min(contract.MaxBackoff, time.Second<<min(max(attempts, 1), 5))
 }
 

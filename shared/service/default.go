@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"os"
@@ -64,10 +65,16 @@ func (p *process) handler(name string, build func(*Service) http.Handler) (http.
 			p.err = err
 			return nil, err
 		}
-		deps.Config, deps.Clock, deps.Log = cfg, clock.Real{}, log
-		svc, err := New(ctx, deps)
+		st, err := OpenStore(ctx, cfg)
 		if err != nil {
 			log.Error("orca_push_start_failed", slog.String("error", "store"))
+			return nil, err
+		}
+		deps.Config, deps.Clock, deps.Log, deps.Store, deps.Rand = cfg, clock.Real{}, log, st, rand.Reader
+		svc, err := New(deps)
+		if err != nil {
+			st.Close()
+			p.err = err
 			return nil, err
 		}
 		p.svc = svc

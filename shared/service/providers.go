@@ -20,11 +20,12 @@ var (
 )
 
 // deployedDeps builds the scheduler and providers a deployed function uses
-// from its configuration: Cloud Tasks when a queue is configured, APNs with
-// the configured key (unconfigured without one), FCM with the runtime
-// service account's credentials. None of them connects here.
+// from its configuration: Cloud Tasks when a queue is configured (else none:
+// the sweep then finds the batches), APNs with the configured key
+// (unconfigured without one), FCM with the runtime service account's
+// credentials. None of them connects here.
 func deployedDeps(ctx context.Context, cfg config.Config, clk clock.Clock) (Options, error) {
-	var o Options
+	o := Options{Scheduler: delivery.NopScheduler{}}
 	if cfg.TasksQueue != "" {
 		s, err := tasks.New(ctx, tasks.Options{
 			Queue: cfg.TasksQueue, DeliverURL: cfg.DeliverURL,

@@ -7,7 +7,6 @@ package service
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -40,55 +39,45 @@ type Service struct {
 	Sweeper *delivery.Sweeper
 }
 
-// Options are the parts a caller may supply; New builds the rest.
+// Options are the parts a caller supplies; New builds the rest. Every field
+// is required: a platform without credentials gets
+// delivery.Unconfigured, a process without a task queue
+// delivery.NopScheduler, so that the choice is the caller's and visible.
 type Options struct {
 	Config config.Config
 	Clock  clock.Clock
 	Log    *slog.Logger
-	// Store is an open store; when nil, New opens the one Config names.
+	// Store is the open store ([OpenStore] opens the one Config names).
 	Store *store.Store
-	// Rand is the randomness source (crypto/rand.Reader when nil).
+	// Rand is the randomness source: crypto/rand.Reader outside tests.
 	Rand io.Reader
-	// Scheduler receives the batches admission commits; when nil,
-	// delivery.NopScheduler (the sweep then finds them).
+	// Scheduler receives the batches admission and delivery commit.
 	Scheduler delivery.Scheduler
-	// APNS and FCM send to the providers; when nil, every send to that
-	// platform ends as a terminal apns_not_configured or fcm_not_configured.
+	// APNS and FCM send to the providers.
 	APNS delivery.Provider
 	FCM  delivery.Provider
 }
 
-// New builds a Service. It opens the store (applying migrations) unless one is
-// given.
-func New(ctx context.Context, o Options) (*Service, error) {
-	if o.Clock == nil || o.Log == nil {
-		return nil, errors.New("service: New needs Clock and Log")
+// OpenStore opens the store cfg names and applies pending migrations.
+func OpenStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
+	st, err := store.Open(ctx, store.Options{
+		DatabaseURL:      cfg.DatabaseURL,
+		CloudSQLInstance: cfg.CloudSQLInstance,
+		DataDir:          cfg.DataDir,
+		PoolMax:          cfg.PoolMax,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
 	}
-	if o.Rand == nil {
-		o.Rand = rand.Reader
-	}
-	if o.Scheduler == nil {
-		o.Scheduler = delivery.NopScheduler{}
-	}
-	if o.APNS == nil {
-		o.APNS = delivery.Unconfigured("apns_not_configured")
-	}
-	if o.FCM == nil {
-		o.FCM = delivery.Unconfigured("fcm_not_configured")
+	return st, nil
+}
+
+// New builds a Service over the given parts.
+func New(o Options) (*Service, error) {
+	if o.Clock == nil || o.Log == nil || o.Store == nil || o.Rand == nil || o.Scheduler == nil || o.APNS == nil || o.FCM == nil {
+		return nil, errors.New("service: New needs Clock, Log, Store, Rand, Scheduler, APNS and FCM")
 	}
 	st := o.Store
-	if st == nil {
-		var err error
-		st, err = store.Open(ctx, store.Options{
-			DatabaseURL:      o.Config.DatabaseURL,
-			CloudSQLInstance: o.Config.CloudSQLInstance,
-			DataDir:          o.Config.DataDir,
-			PoolMax:          o.Config.PoolMax,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("service: %w", err)
-		}
-	}
 	s := &Service{Config: o.Config, Clock: o.Clock, Log: o.Log, Counters: obs.NewCounters(o.Log), Store: st}
 	var err error
 	s.Auth, err = hostauth.NewService(hostauth.Options{

@@ -76,12 +76,10 @@ func splitStatements(text string) []string {
 	return out
 }
 
-// Migrate applies pending migrations; Open calls it. Concurrent runs (two
+// migrate applies pending migrations; Open calls it. Concurrent runs (two
 // instances starting together, or scripts/migrate during a deploy) are
 // serialised by an advisory lock on PostgreSQL and by an immediate
 // transaction on SQLite, and each migration commits with its version row.
-func (s *Store) Migrate(ctx context.Context) error { return s.migrate(ctx) }
-
 func (s *Store) migrate(ctx context.Context) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {

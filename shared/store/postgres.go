@@ -94,24 +94,6 @@ func (postgresDialect) retryable(err error) bool {
 	return false
 }
 
-func (postgresDialect) unavailable(err error) bool {
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	var e *pgconn.PgError
-	if errors.As(err, &e) {
-		// Class 08: connection exception; 57P01..03: the server is going
-		// away or starting up.
-		return len(e.Code) == 5 && (e.Code[:2] == "08" || e.Code == "57P01" || e.Code == "57P02" || e.Code == "57P03")
-	}
-	return false
-}
-
 // migrationLockKey is the session advisory lock that serialises migration
 // runs of every gateway instance and of scripts/migrate.
 const migrationLockKey = 0x6f726361707368 // "orcapsh"

@@ -53,18 +53,6 @@ func (sqliteDialect) retryable(err error) bool {
 	return false
 }
 
-func (sqliteDialect) unavailable(err error) bool {
-	var e *sqlite.Error
-	if !errors.As(err, &e) {
-		return false
-	}
-	switch e.Code() & 0xff {
-	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_NOTADB:
-		return true
-	}
-	return false
-}
-
 // lockMigrations does nothing: migrations run in one immediate transaction.
 func (sqliteDialect) lockMigrations(context.Context, *sql.Conn) (func(), error) {
 	return func() {}, nil

@@ -8,7 +8,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -50,8 +49,6 @@ type dialect interface {
 	// lockMigrations serialises migration runs across processes on conn
 	// and returns the unlock.
 	lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error)
-	// unavailable reports whether err means the database cannot be reached.
-	unavailable(err error) bool
 }
 
 // Open opens the database named by o and applies any pending migrations.
@@ -80,9 +77,6 @@ func (s *Store) Dialect() string { return s.dialect.name() }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.close() }
-
-// ErrUnavailable wraps errors that mean the database could not be reached.
-var ErrUnavailable = errors.New("store: database unavailable")
 
 // maxAttempts bounds how often a transaction runs when it keeps meeting
 // serialization failures or deadlocks (reference-behaviour §8.3: 3 attempts).
@@ -118,9 +112,6 @@ func (s *Store) transact(ctx context.Context, host string, fn func(*Tx) error) e
 			return ctx.Err()
 		case <-t.C:
 		}
-	}
-	if err != nil && s.dialect.unavailable(err) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
 }
