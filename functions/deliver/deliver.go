@@ -5,8 +5,6 @@
 package deliver
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
@@ -40,10 +38,8 @@ func deliver(s *service.Service, w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req tasks.DeliverRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || req.BatchID == "" {
+	req, err := tasks.ParseDeliverRequest(body)
+	if err != nil {
 		return contract.ErrInvalidRequest
 	}
 	if err := s.Deliverer.Deliver(r.Context(), req.BatchID); err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -63,21 +62,7 @@ func startEmu(t *testing.T, d storetest.Dialect) *emu {
 
 func (e *emu) call(method, path, body string, out any) {
 	e.t.Helper()
-	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
-	resp, err := e.srv.Client().Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		e.t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			e.t.Fatalf("%s %s: %v", method, path, err)
-		}
-	}
+	controlCall(e.t, e.srv.URL, method, path, body, out)
 }
 
 // advance moves the clock by ms and runs every task due by then.

@@ -17,7 +17,8 @@ import (
 	"onorca.dev/push/shared/store/storetest"
 )
 
-// control calls an emulator's control route and decodes the answer into out.
+// controlCall calls a route of the emulator at origin, fails t unless it
+// answers 2xx, and decodes the answer into out when out is not nil.
 func controlCall(t *testing.T, origin, method, path, body string, out any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, origin+path, strings.NewReader(body))

@@ -159,7 +159,7 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 			return err
 		}
 		if v.HostFenced {
-			if members, err = d.unfenced(ctx, tx, b); err != nil || members == nil {
+			if members, err = d.unfenced(ctx, tx, b, members); err != nil || members == nil {
 				return err
 			}
 		}
@@ -184,14 +184,10 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 	return c, nil
 }
 
-// unfenced returns b's members that no dismissal fence covers, rewriting the
-// batch when some were dropped and ending it as dismissed (returning nil)
-// when none is left.
-func (d *Deliverer) unfenced(ctx context.Context, tx *store.Tx, b store.Batch) ([]contract.Notification, error) {
-	members, err := decodeMembers(b.ID, b.Payload)
-	if err != nil {
-		return nil, err
-	}
+// unfenced returns the members of b that no dismissal fence covers,
+// rewriting the batch when some were dropped and ending it as dismissed
+// (returning nil) when none is left.
+func (d *Deliverer) unfenced(ctx context.Context, tx *store.Tx, b store.Batch, members []contract.Notification) ([]contract.Notification, error) {
 	var ids []string
 	for _, m := range members {
 		if m.EffectiveKind() == contract.KindAlert && m.NotificationID != "" {
@@ -265,8 +261,11 @@ func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) err
 		if err != nil {
 			return err
 		}
-		members, err := d.unfenced(ctx, tx, b)
+		members, err := decodeMembers(b.ID, b.Payload)
 		if err != nil {
+			return err
+		}
+		if members, err = d.unfenced(ctx, tx, b, members); err != nil {
 			return err
 		}
 		if members == nil {
