@@ -43,78 +43,69 @@ func (a *Admission) admit(ctx context.Context, ev *event, registrationID string,
 
 // accept is reference-behaviour §4.2 for one registration, inside its
 // per-host transaction. Its statements, in the common case of a new alert:
-// record the event (with the ownership and quota checks), record the
-// recipient (with the fence check, reading the open batch), and open or
-// join a batch.
+// record the event (with the ownership and quota checks) and the recipient
+// (with the event, ownership and fence checks, reading the open batch) in
+// one round trip, then open or join a batch, which travels with COMMIT.
+// Only when no recipient was recorded does it read why.
 func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, reg string, now int64, out *outcome) error {
-	deadline, verified := ev.deadline, false
-	if !ev.known {
-		st, d, err := recordEvent(ctx, tx, ev, reg, now)
-		if err != nil || st != contract.StatusQueued {
-			out.status = st
-			return err
-		}
-		deadline, verified = d, true
-	}
-	out.known, out.deadline = true, deadline
-	added, pending, err := tx.AddRecipient(ctx, store.Recipient{
-		EventID: ev.id, RegistrationID: reg, Host: ev.host, Kind: ev.kind, Fence: ev.fenceOf(),
-	}, now)
-	if err != nil {
-		return err
-	}
-	if !added {
-		// A repeat, or an alert behind a dismissal fence: queued, nothing
-		// new. When the event step was skipped, the registration itself
-		// may be the reason.
-		out.status = contract.StatusQueued
-		if !verified {
-			c, err := tx.CheckEvent(ctx, ev.host, reg, ev.id)
-			if err != nil {
-				return err
-			}
-			out.status = deviceStatus(c.Device)
-		}
-		return nil
-	}
-	out.status = contract.StatusQueued
-	if ev.kind == contract.KindDismiss {
-		return a.dismiss(ctx, tx, ev, reg, pending.Cancellable, deadline, now, out)
-	}
-	return a.coalesceAlert(ctx, tx, ev, reg, pending.Open, deadline, now, out)
-}
-
-// recordEvent records the event for a live registration of the host, or finds
-// why it did not: it returns queued with the event's deadline when the
-// registration may go on, and otherwise the registration's status.
-func recordEvent(ctx context.Context, tx *store.Tx, ev *event, reg string, now int64) (contract.Status, int64, error) {
 	// A passed expiresAt makes any deadline pass, new or stored (the
 	// stored one is at most the same expiresAt, or the content differs).
 	if ev.deadline > now {
-		inserted, err := tx.InsertEvent(ctx, store.NewEvent{
-			ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, RegistrationID: reg,
-			Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
+		if !ev.known {
+			err := tx.InsertEvent(ctx, store.NewEvent{
+				ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, RegistrationID: reg,
+				Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
+			}, now)
+			if err != nil {
+				return err
+			}
+		}
+		added, pending, err := tx.AddRecipient(ctx, store.Recipient{
+			EventID: ev.id, RegistrationID: reg, Host: ev.host, Fingerprint: ev.fingerprint, Kind: ev.kind,
+			Fence: ev.fenceOf(),
 		}, now)
-		if err != nil || inserted {
-			return contract.StatusQueued, ev.deadline, err
+		if err != nil {
+			return err
+		}
+		if added {
+			out.status, out.known, out.deadline = contract.StatusQueued, true, pending.Deadline
+			if ev.kind == contract.KindDismiss {
+				return a.dismiss(ctx, tx, ev, reg, pending.Cancellable, pending.Deadline, now, out)
+			}
+			return a.coalesceAlert(ctx, tx, ev, reg, pending.Open, pending.Deadline, now, out)
 		}
 	}
+	// Nothing recorded: find out why.
 	c, err := tx.CheckEvent(ctx, ev.host, reg, ev.id)
+	if err != nil {
+		return err
+	}
+	out.status = refusal(c, ev, now)
+	if out.status == contract.StatusQueued {
+		out.known, out.deadline = true, c.ExpiresAt
+	}
+	return nil
+}
+
+// refusal is the status of a registration for which no recipient was
+// recorded, from what [store.Tx.CheckEvent] found: the registration's state
+// first, then the event's. A live registration with the event as sent is
+// queued: the pair was recorded before, or a dismissal fence drops the
+// alert (decisions table: ≤ is dropped at acceptance, answered queued).
+func refusal(c store.EventCheck, ev *event, now int64) contract.Status {
 	switch {
-	case err != nil:
-		return "", 0, err
 	case c.Device != store.DeviceAlive:
-		return deviceStatus(c.Device), 0, nil
+		return deviceStatus(c.Device)
 	case ev.deadline <= now:
-		return contract.StatusError, 0, nil
+		return contract.StatusError
 	case !c.Found:
-		return contract.StatusRateLimited, 0, nil
+		return contract.StatusRateLimited
 	case c.Fingerprint != ev.fingerprint || c.ExpiresAt <= now:
 		// Same identity with other content, or a duplicate after the
 		// event's life.
-		return contract.StatusError, 0, nil
+		return contract.StatusError
 	}
-	return contract.StatusQueued, c.ExpiresAt, nil
+	return contract.StatusQueued
 }
 
 // quota is the per-host event budget of kind per QuotaWindow.

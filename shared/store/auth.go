@@ -38,7 +38,7 @@ var ErrNoRow = errors.New("store: no such row")
 func (t *Tx) Challenge(ctx context.Context, id string) (Challenge, error) {
 	var c Challenge
 	var consumed sql.NullInt64
-	err := t.tx.QueryRowContext(ctx, `SELECT challenge_id, host_fingerprint, host_public_key,
+	err := t.r.queryRow(ctx, `SELECT challenge_id, host_fingerprint, host_public_key,
 		secret_hash, transcript, expires_at, consumed_at FROM push_challenges WHERE challenge_id = $1`, id).
 		Scan(&c.ID, &c.HostFingerprint, &c.HostPublicKey, &c.ProofHash, &c.Transcript, &c.ExpiresAt, &consumed)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -63,9 +63,9 @@ func (t *Tx) ConsumeChallenge(ctx context.Context, id string, now int64) (bool, 
 }
 
 // TouchHost upserts push_hosts on a verified proof: created_at is kept, the
-// key and last_seen_at are refreshed.
+// key and last_seen_at are refreshed. It is a later write.
 func (t *Tx) TouchHost(ctx context.Context, fingerprint, publicKey string, now int64) error {
-	_, err := t.exec(ctx, `INSERT INTO push_hosts (host_fingerprint, host_public_key, created_at, last_seen_at)
+	err := t.later(ctx, "touch host", `INSERT INTO push_hosts (host_fingerprint, host_public_key, created_at, last_seen_at)
 		VALUES ($1, $2, $3, $3)
 		ON CONFLICT (host_fingerprint) DO UPDATE SET host_public_key = excluded.host_public_key,
 			last_seen_at = excluded.last_seen_at`, fingerprint, publicKey, now)
@@ -78,10 +78,10 @@ func (t *Tx) TouchHost(ctx context.Context, fingerprint, publicKey string, now i
 // ReplaceSession deletes the host's session, if any, and stores the new one.
 // Run it under HostTx so that concurrent sign-ins leave exactly one.
 func (t *Tx) ReplaceSession(ctx context.Context, host, tokenHash string, expiresAt, now int64) error {
-	if _, err := t.exec(ctx, `DELETE FROM push_sessions WHERE host_fingerprint = $1`, host); err != nil {
+	if err := t.later(ctx, "delete session", `DELETE FROM push_sessions WHERE host_fingerprint = $1`, host); err != nil {
 		return fmt.Errorf("replace session: %w", err)
 	}
-	if _, err := t.exec(ctx, `INSERT INTO push_sessions (token_hash, host_fingerprint, expires_at, created_at)
+	if err := t.later(ctx, "insert session", `INSERT INTO push_sessions (token_hash, host_fingerprint, expires_at, created_at)
 		VALUES ($1, $2, $3, $4)`, tokenHash, host, expiresAt, now); err != nil {
 		return fmt.Errorf("replace session: %w", err)
 	}

@@ -46,7 +46,7 @@ type NewBatch struct {
 // now.
 func (t *Tx) InsertBatch(ctx context.Context, b NewBatch, now int64) (string, error) {
 	id := uuid.NewString()
-	_, err := t.exec(ctx, `INSERT INTO push_delivery_batches
+	err := t.later(ctx, "insert batch", `INSERT INTO push_delivery_batches
 		(batch_id, host_fingerprint, registration_id, kind, payload_json, members, state,
 		 due_at, expires_at, scheduled_at, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $9)`,
@@ -61,7 +61,7 @@ func (t *Tx) InsertBatch(ctx context.Context, b NewBatch, now int64) (string, er
 // and lowers its deadline to expiresAt; its due time stays (the window is
 // fixed by the first alert, reference-behaviour §5.1).
 func (t *Tx) JoinBatch(ctx context.Context, id, payload string, members int, expiresAt int64) error {
-	_, err := t.exec(ctx, `UPDATE push_delivery_batches SET payload_json = $2, members = $3,
+	err := t.later(ctx, "join batch", `UPDATE push_delivery_batches SET payload_json = $2, members = $3,
 		expires_at = CASE WHEN expires_at < $4 THEN expires_at ELSE $4 END
 		WHERE batch_id = $1 AND state = 'pending'`, id, payload, members, expiresAt)
 	if err != nil {
@@ -74,7 +74,7 @@ func (t *Tx) JoinBatch(ctx context.Context, id, payload string, members int, exp
 // it. The caller hands it to the scheduler after commit, so scheduled_at is
 // now.
 func (t *Tx) MakeDue(ctx context.Context, id string, now int64) error {
-	_, err := t.exec(ctx, `UPDATE push_delivery_batches SET due_at = $2, scheduled_at = $2
+	err := t.later(ctx, "make batch due", `UPDATE push_delivery_batches SET due_at = $2, scheduled_at = $2
 		WHERE batch_id = $1 AND state = 'pending'`, id, now)
 	if err != nil {
 		return fmt.Errorf("make batch due: %w", err)
@@ -92,7 +92,7 @@ type BatchPayload struct {
 // delivery holds a lease on at now, oldest first: those a dismissal may
 // remove alerts from (reference-behaviour §4.4).
 func (t *Tx) CancellableBatches(ctx context.Context, host, registrationID string, now int64) ([]BatchPayload, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT batch_id, payload_json FROM push_delivery_batches
+	rows, err := t.r.query(ctx, `SELECT batch_id, payload_json FROM push_delivery_batches
 		WHERE registration_id = $1 AND host_fingerprint = $2 AND state = 'pending' AND kind = 'alert'
 			AND lease_until <= $3
 		ORDER BY created_at, batch_id`, registrationID, host, now)
@@ -117,7 +117,7 @@ func (t *Tx) CancellableBatches(ctx context.Context, host, registrationID string
 // SetBatchMembers replaces a pending batch's members with payload (members
 // long, at least one) after a dismissal removed some.
 func (t *Tx) SetBatchMembers(ctx context.Context, id, payload string, members int) error {
-	_, err := t.exec(ctx, `UPDATE push_delivery_batches SET payload_json = $2, members = $3
+	err := t.later(ctx, "set batch members", `UPDATE push_delivery_batches SET payload_json = $2, members = $3
 		WHERE batch_id = $1 AND state = 'pending'`, id, payload, members)
 	if err != nil {
 		return fmt.Errorf("set batch members: %w", err)
@@ -128,7 +128,7 @@ func (t *Tx) SetBatchMembers(ctx context.Context, id, payload string, members in
 // DismissBatch finishes a pending batch whose every member a dismissal
 // removed: state dismissed, payload cleared.
 func (t *Tx) DismissBatch(ctx context.Context, id string, now int64) error {
-	_, err := t.exec(ctx, `UPDATE push_delivery_batches SET state = 'dismissed', payload_json = $2,
+	err := t.later(ctx, "dismiss batch", `UPDATE push_delivery_batches SET state = 'dismissed', payload_json = $2,
 		members = 0, finished_at = $3 WHERE batch_id = $1 AND state = 'pending'`, id, EmptyPayload, now)
 	if err != nil {
 		return fmt.Errorf("dismiss batch: %w", err)
@@ -155,17 +155,12 @@ type Batch struct {
 
 // Batch reads one batch; ErrNoRow when there is none.
 func (s *Store) Batch(ctx context.Context, id string) (Batch, error) {
-	return readBatch(ctx, s.db, id)
+	return readBatch(ctx, sqlRunner{s.db}, id)
 }
 
-// queryRower is what *sql.DB and *sql.Tx share for single-row reads.
-type queryRower interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func readBatch(ctx context.Context, db queryRower, id string) (Batch, error) {
+func readBatch(ctx context.Context, r runner, id string) (Batch, error) {
 	var b Batch
-	err := db.QueryRowContext(ctx, `SELECT batch_id, host_fingerprint, registration_id, kind, payload_json,
+	err := r.queryRow(ctx, `SELECT batch_id, host_fingerprint, registration_id, kind, payload_json,
 		members, state, due_at, expires_at, lease_until, attempts, scheduled_at, created_at
 		FROM push_delivery_batches WHERE batch_id = $1`, id).
 		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,

@@ -23,7 +23,7 @@ const (
 // none. Call it under HostTx of the batch's host, so no other claim or
 // admission of the host runs meanwhile.
 func (t *Tx) LockedBatch(ctx context.Context, id string) (Batch, error) {
-	return readBatch(ctx, t.tx, id)
+	return readBatch(ctx, t.r, id)
 }
 
 // ClaimView is what a delivery needs to decide on a claim, read in one
@@ -51,7 +51,7 @@ func (t *Tx) ClaimView(ctx context.Context, id string, now int64) (ClaimView, er
 	var waiting, fenced int
 	var reg, token, platform, env sql.NullString
 	var dead sql.NullInt64
-	err := t.tx.QueryRowContext(ctx, `SELECT b.batch_id, b.host_fingerprint, b.registration_id, b.kind, b.payload_json,
+	err := t.r.queryRow(ctx, `SELECT b.batch_id, b.host_fingerprint, b.registration_id, b.kind, b.payload_json,
 		b.members, b.state, b.due_at, b.expires_at, b.lease_until, b.attempts, b.scheduled_at, b.created_at,
 		(SELECT MAX(o.lease_until) FROM push_delivery_batches o WHERE o.registration_id = b.registration_id
 			AND o.batch_id <> b.batch_id AND o.state = 'pending' AND o.lease_until > $2),
@@ -100,7 +100,7 @@ func (t *Tx) Fences(ctx context.Context, host string, ids []string) (map[FenceKe
 		args = append(args, id)
 		marks[i] = "$" + strconv.Itoa(i+2)
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT notification_epoch, notification_id, notification_seq
+	rows, err := t.r.query(ctx, `SELECT notification_epoch, notification_id, notification_seq
 		FROM push_dismissed_events WHERE host_fingerprint = $1 AND notification_id IN (`+strings.Join(marks, ", ")+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read fences: %w", err)
@@ -121,10 +121,11 @@ func (t *Tx) Fences(ctx context.Context, host string, ids []string) (map[FenceKe
 }
 
 // LeaseBatch leases a pending batch to token until leaseUntil and counts the
-// attempt; it returns the new attempt count.
+// attempt; it returns the new attempt count. It must be the transaction's
+// last statement: on PostgreSQL COMMIT travels with it.
 func (t *Tx) LeaseBatch(ctx context.Context, id, token string, leaseUntil int64) (int, error) {
 	var attempts int
-	err := t.tx.QueryRowContext(ctx, `UPDATE push_delivery_batches
+	err := t.r.final(ctx, `UPDATE push_delivery_batches
 		SET lease_token = $2, lease_until = $3, attempts = attempts + 1
 		WHERE batch_id = $1 AND state = 'pending' RETURNING attempts`, id, token, leaseUntil).Scan(&attempts)
 	if err != nil {
@@ -138,30 +139,20 @@ func (t *Tx) LeaseBatch(ctx context.Context, id, token string, leaseUntil int64)
 // a stale holder's finish changes nothing. It reports whether it ended the
 // batch.
 func (t *Tx) EndBatch(ctx context.Context, id, token string, state BatchState, reason string, now int64) (bool, error) {
-	return endBatch(ctx, t.tx, id, token, state, reason, now)
+	return endBatch(ctx, t.r, id, token, state, reason, now)
 }
 
 // EndLeasedBatch is [Tx.EndBatch] on its own, outside a transaction: the
 // lease token fences it, so a finishing delivery needs no host lock.
 func (s *Store) EndLeasedBatch(ctx context.Context, id, token string, state BatchState, reason string, now int64) (bool, error) {
-	return endBatch(ctx, s.db, id, token, state, reason, now)
+	return endBatch(ctx, sqlRunner{s.db}, id, token, state, reason, now)
 }
 
-// execer is what *sql.DB and *sql.Tx share.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func endBatch(ctx context.Context, db execer, id, token string, state BatchState, reason string, now int64) (bool, error) {
-	res, err := db.ExecContext(ctx, `UPDATE push_delivery_batches
+func endBatch(ctx context.Context, r runner, id, token string, state BatchState, reason string, now int64) (bool, error) {
+	n, err := r.exec(ctx, `UPDATE push_delivery_batches
 		SET state = $2, reason = $3, payload_json = $4, finished_at = $5, lease_token = NULL, lease_until = 0
 		WHERE batch_id = $1 AND state = 'pending' AND ($6 = '' OR lease_token = $6)`,
 		id, string(state), nullable(reason), EmptyPayload, now, token)
-	if err != nil {
-		return false, fmt.Errorf("end batch: %w", err)
-	}
-	n, err := res.RowsAffected()
 	if err != nil {
 		return false, fmt.Errorf("end batch: %w", err)
 	}
@@ -186,16 +177,16 @@ func (t *Tx) RetryBatch(ctx context.Context, id, token string, dueAt, now int64)
 // to the scheduler after commit, so a batch held back by this registration's
 // lease goes out as soon as the lease ends.
 func (t *Tx) DueBatches(ctx context.Context, registrationID string, now int64) ([]string, error) {
-	return dueBatches(ctx, t.tx, registrationID, now)
+	return dueBatches(ctx, t.r, registrationID, now)
 }
 
 // DueBatches is [Tx.DueBatches] on its own, outside a transaction.
 func (s *Store) DueBatches(ctx context.Context, registrationID string, now int64) ([]string, error) {
-	return dueBatches(ctx, s.db, registrationID, now)
+	return dueBatches(ctx, sqlRunner{s.db}, registrationID, now)
 }
 
-func dueBatches(ctx context.Context, db execer, registrationID string, now int64) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
+func dueBatches(ctx context.Context, r runner, registrationID string, now int64) ([]string, error) {
+	rows, err := r.query(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
 		WHERE registration_id = $1 AND state = 'pending' AND due_at <= $2 AND lease_until <= $2 AND expires_at > $2
 		RETURNING batch_id`, registrationID, now)
 	if err != nil {
@@ -208,7 +199,7 @@ func dueBatches(ctx context.Context, db execer, registrationID string, now int64
 	return ids, nil
 }
 
-func scanIDs(rows *sql.Rows) ([]string, error) {
+func scanIDs(rows rowSet) ([]string, error) {
 	defer rows.Close()
 	var ids []string
 	for rows.Next() {

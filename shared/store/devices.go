@@ -41,7 +41,7 @@ func (s *Store) RegisterDevice(ctx context.Context, host string, r contract.Regi
 	var id string
 	err := s.HostTx(ctx, host, func(tx *Tx) error {
 		var existing, total int
-		err := tx.tx.QueryRowContext(ctx, `SELECT
+		err := tx.r.queryRow(ctx, `SELECT
 			COUNT(*) FILTER (WHERE device_id = $2), COUNT(*)
 			FROM push_devices WHERE host_fingerprint = $1`, host, r.DeviceID).Scan(&existing, &total)
 		if err != nil {
@@ -50,7 +50,7 @@ func (s *Store) RegisterDevice(ctx context.Context, host string, r contract.Regi
 		if existing == 0 && total >= contract.MaxDevicesPerHost {
 			return contract.ErrTooManyDevices
 		}
-		return tx.tx.QueryRowContext(ctx, `INSERT INTO push_devices
+		return tx.r.queryRow(ctx, `INSERT INTO push_devices
 			(registration_id, host_fingerprint, device_id, platform, token, apns_environment, filter_json,
 			 dead_at, created_at, created_seq, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8,

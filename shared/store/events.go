@@ -30,13 +30,14 @@ type NewEvent struct {
 	Quota      int
 }
 
-// InsertEvent records e at now and reports whether it did. It records
-// nothing when an event with e.ID already exists, when e.RegistrationID is
-// not a live registration of e.Host, or when the host's quota for e.Kind is
-// spent; [Tx.CheckEvent] tells these apart. Run it under [Store.HostTx]: the
+// InsertEvent records e at now. It records nothing when an event with e.ID
+// already exists, when e.RegistrationID is not a live registration of
+// e.Host, or when the host's quota for e.Kind is spent; [Tx.CheckEvent]
+// tells these apart. It is a later write: on PostgreSQL it travels with the
+// next statement, which sees its effect. Run it under [Store.HostTx]: the
 // host lock makes its count-then-insert exact.
-func (t *Tx) InsertEvent(ctx context.Context, e NewEvent, now int64) (bool, error) {
-	n, err := t.exec(ctx, `INSERT INTO push_events
+func (t *Tx) InsertEvent(ctx context.Context, e NewEvent, now int64) error {
+	err := t.later(ctx, "insert event", `INSERT INTO push_events
 		(event_id, host_fingerprint, kind, fingerprint, created_at, expires_at)
 		SELECT $1, $2, $3, $4, CAST($5 AS BIGINT), CAST($6 AS BIGINT)
 		WHERE EXISTS (SELECT 1 FROM push_devices
@@ -46,9 +47,9 @@ func (t *Tx) InsertEvent(ctx context.Context, e NewEvent, now int64) (bool, erro
 		ON CONFLICT (event_id) DO NOTHING`,
 		e.ID, e.Host, string(e.Kind), e.Fingerprint, now, e.Deadline, e.RegistrationID, e.QuotaSince, e.Quota)
 	if err != nil {
-		return false, fmt.Errorf("insert event: %w", err)
+		return fmt.Errorf("insert event: %w", err)
 	}
-	return n == 1, nil
+	return nil
 }
 
 // DeviceState is what a host's send finds for one registration id.
@@ -82,7 +83,7 @@ func (t *Tx) CheckEvent(ctx context.Context, host, registrationID, eventID strin
 	var dead sql.NullBool
 	var fp sql.NullString
 	var expires sql.NullInt64
-	err := t.tx.QueryRowContext(ctx, `SELECT
+	err := t.r.queryRow(ctx, `SELECT
 		(SELECT dead_at IS NOT NULL FROM push_devices WHERE registration_id = $1 AND host_fingerprint = $2),
 		(SELECT fingerprint FROM push_events WHERE event_id = $3),
 		(SELECT expires_at FROM push_events WHERE event_id = $3)`,

@@ -18,7 +18,7 @@ type Fence struct {
 // sequence ever recorded for its epoch and id, and returns that sequence.
 func (t *Tx) RaiseFence(ctx context.Context, host string, f Fence, now int64) (int64, error) {
 	var seq int64
-	err := t.tx.QueryRowContext(ctx, `INSERT INTO push_dismissed_events
+	err := t.r.queryRow(ctx, `INSERT INTO push_dismissed_events
 		(host_fingerprint, notification_epoch, notification_id, notification_seq, created_at)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (host_fingerprint, notification_epoch, notification_id) DO UPDATE SET

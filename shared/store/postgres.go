@@ -14,7 +14,11 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-type postgresDialect struct{}
+// postgresDialect runs transactions on pool connections through a
+// [pipeline].
+type postgresDialect struct {
+	pool *pgxpool.Pool
+}
 
 // Session settings (reference-behaviour §8.3): no statement or lock wait can
 // hold a request hostage, and an abandoned transaction is cut off.
@@ -65,7 +69,7 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	return &Store{db: db, dialect: postgresDialect{}, close: func() error {
+	return &Store{db: db, dialect: postgresDialect{pool: pool}, close: func() error {
 		err := db.Close()
 		pool.Close()
 		return errors.Join(err, closeDialer())
@@ -74,10 +78,41 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 
 func (postgresDialect) name() string { return "postgres" }
 
-// lockHost takes a transaction-scoped advisory lock on the host's key.
-func (postgresDialect) lockHost(ctx context.Context, tx *sql.Tx, host string) error {
-	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "orca-push:host:"+host)
-	return err
+// hostLock takes a transaction-scoped advisory lock on the host's key.
+func hostLock(host string) statement {
+	return statement{op: "lock host", query: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+		args: []any{"orca-push:host:" + host}}
+}
+
+// transact runs fn on a pool connection in a pipelined transaction: BEGIN
+// and the host lock go with fn's first statement, fn's later writes with
+// COMMIT. A connection given back inside a transaction is destroyed by the
+// pool, so no failure leaves a transaction open.
+func (d postgresDialect) transact(ctx context.Context, host string, fn func(*Tx) error) (err error) {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer conn.Release()
+	var p *pipeline
+	if host != "" {
+		p = newPipeline(conn.Conn(), hostLock(host))
+	} else {
+		p = newPipeline(conn.Conn())
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p.rollback(ctx)
+			panic(r)
+		}
+		if err != nil {
+			p.rollback(ctx)
+		}
+	}()
+	if err := fn(&Tx{r: p}); err != nil {
+		return err
+	}
+	return p.commit(ctx)
 }
 
 // retryable matches SQLSTATE 40001 (serialization failure), 40P01

@@ -15,6 +15,9 @@ type Recipient struct {
 	RegistrationID string
 	// Host is the sending host; the registration must be its live one.
 	Host string
+	// Fingerprint is the event's content hash: the recipient is recorded
+	// only for a stored event with this content that has not expired.
+	Fingerprint string
 	// Kind is the event's effective kind. Only an alert looks for an open
 	// batch to join, and only a dismissal counts the batches it may cancel.
 	Kind contract.Kind
@@ -36,9 +39,11 @@ type OpenBatch struct {
 	ExpiresAt int64
 }
 
-// Pending is what [Tx.AddRecipient] saw of the registration's pending
-// batches.
+// Pending is what [Tx.AddRecipient] saw of the event and of the
+// registration's pending batches.
 type Pending struct {
+	// Deadline is the event's stored deadline, epoch milliseconds.
+	Deadline int64
 	// Open is the batch an alert may join.
 	Open OpenBatch
 	// Cancellable counts, for a dismissal, the registration's unleased
@@ -47,10 +52,12 @@ type Pending struct {
 }
 
 // AddRecipient records r at now unless the pair is already recorded, the
-// registration is not a live one of r.Host, or r.Fence is behind a dismissal
-// fence; it reports whether it recorded it. When it did, it also returns what
-// admission needs next of the registration's pending batches, read in the
-// same statement so that accepting an alert costs one round trip fewer.
+// event is missing, expired or has other content, the registration is not a
+// live one of r.Host, or r.Fence is behind a dismissal fence; it reports
+// whether it recorded it. When it did, it also returns the event's deadline
+// and what admission needs next of the registration's pending batches, read
+// in the same statement so that accepting an alert costs one round trip
+// fewer.
 func (t *Tx) AddRecipient(ctx context.Context, r Recipient, now int64) (bool, Pending, error) {
 	var fence Fence
 	if r.Fence != nil {
@@ -62,7 +69,7 @@ func (t *Tx) AddRecipient(ctx context.Context, r Recipient, now int64) (bool, Pe
 		id, payload               sql.NullString
 		members, dueAt, expiresAt sql.NullInt64
 	)
-	err := t.tx.QueryRowContext(ctx, `WITH open_batch AS (
+	err := t.r.queryRow(ctx, `WITH open_batch AS (
 			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
 			WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending' AND kind = 'alert'
 				AND attempts = 0 AND due_at > $3 AND expires_at > $3
@@ -71,19 +78,23 @@ func (t *Tx) AddRecipient(ctx context.Context, r Recipient, now int64) (bool, Pe
 		SELECT $1, $2, CAST($3 AS BIGINT)
 		WHERE EXISTS (SELECT 1 FROM push_devices
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND dead_at IS NULL)
+			AND EXISTS (SELECT 1 FROM push_events
+				WHERE event_id = $1 AND fingerprint = $9 AND expires_at > $3)
 			AND NOT EXISTS (SELECT 1 FROM push_dismissed_events
 				WHERE host_fingerprint = $4 AND notification_epoch = $5 AND notification_id = $6
 					AND notification_seq >= $7)
 		ON CONFLICT (event_id, registration_id) DO NOTHING
 		RETURNING
+			(SELECT expires_at FROM push_events WHERE event_id = $1),
 			(SELECT batch_id FROM open_batch), (SELECT payload_json FROM open_batch),
 			(SELECT members FROM open_batch), (SELECT due_at FROM open_batch),
 			(SELECT expires_at FROM open_batch),
 			CASE WHEN $8 = 'dismiss' THEN (SELECT COUNT(*) FROM push_delivery_batches
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending'
 					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END`,
-		r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(r.Kind)).
-		Scan(&id, &payload, &members, &dueAt, &expiresAt, &p.Cancellable)
+		r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(r.Kind),
+		r.Fingerprint).
+		Scan(&p.Deadline, &id, &payload, &members, &dueAt, &expiresAt, &p.Cancellable)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, Pending{}, nil
 	}

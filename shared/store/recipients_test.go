@@ -30,8 +30,17 @@ func TestAddRecipient(t *testing.T) {
 				if open, err = tx.InsertBatch(ctx, b, 600); err != nil {
 					return err
 				}
-				_, err = tx.RaiseFence(ctx, "hostA", store.Fence{Epoch: "ep", NotificationID: "n1", Seq: 5}, 700)
-				return err
+				if _, err = tx.RaiseFence(ctx, "hostA", store.Fence{Epoch: "ep", NotificationID: "n1", Seq: 5}, 700); err != nil {
+					return err
+				}
+				for _, id := range []string{"e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8"} {
+					err := tx.InsertEvent(ctx, store.NewEvent{ID: id, Host: "hostA", Kind: contract.KindAlert,
+						Fingerprint: "fp-" + id, RegistrationID: reg, Deadline: 9000, Quota: 100}, 800)
+					if err != nil {
+						return err
+					}
+				}
+				return nil
 			})
 			openBatch := store.OpenBatch{ID: open, Payload: `[{"b":1},{"c":2}]`, Members: 2, DueAt: 4000, ExpiresAt: 5000}
 			tests := []struct {
@@ -60,6 +69,10 @@ func TestAddRecipient(t *testing.T) {
 					1000, false, store.Pending{}},
 				{"another host", store.Recipient{EventID: "e8", Host: "hostB", Kind: contract.KindAlert},
 					1000, false, store.Pending{}},
+				{"no such event", store.Recipient{EventID: "e9", Kind: contract.KindAlert}, 1000, false, store.Pending{}},
+				{"other content", store.Recipient{EventID: "e8", Fingerprint: "fp-other", Kind: contract.KindAlert},
+					1000, false, store.Pending{}},
+				{"expired event", store.Recipient{EventID: "e8", Kind: contract.KindAlert}, 9000, false, store.Pending{}},
 			}
 			for _, tt := range tests {
 				if tt.r.RegistrationID == "" {
@@ -67,6 +80,12 @@ func TestAddRecipient(t *testing.T) {
 				}
 				if tt.r.Host == "" {
 					tt.r.Host = "hostA"
+				}
+				if tt.r.Fingerprint == "" {
+					tt.r.Fingerprint = "fp-" + tt.r.EventID
+				}
+				if tt.added {
+					tt.pending.Deadline = 9000
 				}
 				var added bool
 				var p store.Pending

@@ -15,7 +15,13 @@ import (
 // SQLiteFile is the database file's name under the data directory.
 const SQLiteFile = "orca-push.sqlite"
 
-type sqliteDialect struct{}
+// sqliteDialect runs transactions through database/sql.
+type sqliteDialect struct {
+	db *sql.DB
+	// writers serialises write transactions inside this process, so they
+	// queue here instead of spinning in SQLite's busy handler.
+	writers chan struct{}
+}
 
 // openSQLite opens (creating) <dir>/orca-push.sqlite in WAL mode. Every
 // transaction begins IMMEDIATE (go-dependencies.md pitfall 10: a deferred
@@ -33,13 +39,41 @@ func openSQLite(dir string) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	db.SetMaxOpenConns(8)
-	return &Store{db: db, dialect: sqliteDialect{}, writers: make(chan struct{}, 1), close: db.Close}, nil
+	return &Store{db: db, dialect: sqliteDialect{db: db, writers: make(chan struct{}, 1)}, close: db.Close}, nil
 }
 
 func (sqliteDialect) name() string { return "sqlite" }
 
-// lockHost does nothing: BEGIN IMMEDIATE already serialises writers.
-func (sqliteDialect) lockHost(context.Context, *sql.Tx, string) error { return nil }
+// transact needs no host lock: every transaction begins IMMEDIATE, which
+// already serialises writers.
+func (d sqliteDialect) transact(ctx context.Context, _ string, fn func(*Tx) error) (err error) {
+	select {
+	case d.writers <- struct{}{}:
+		defer func() { <-d.writers }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	sqlTx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			sqlTx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			sqlTx.Rollback()
+		}
+	}()
+	if err := fn(&Tx{r: sqlRunner{sqlTx}}); err != nil {
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
 
 func (sqliteDialect) retryable(err error) bool {
 	var e *sqlite.Error

@@ -30,10 +30,6 @@ type Options struct {
 type Store struct {
 	db      *sql.DB
 	dialect dialect
-	// writers serialises SQLite write transactions inside this process, so
-	// they queue here instead of spinning in SQLite's busy handler; nil on
-	// PostgreSQL, whose row and advisory locks do the same job.
-	writers chan struct{}
 	close   func() error
 }
 
@@ -41,8 +37,9 @@ type Store struct {
 type dialect interface {
 	// name is "postgres" or "sqlite".
 	name() string
-	// lockHost takes the per-host transaction lock.
-	lockHost(ctx context.Context, tx *sql.Tx, host string) error
+	// transact runs fn in one transaction, under the per-host lock when
+	// host is not empty, and commits it.
+	transact(ctx context.Context, host string, fn func(*Tx) error) error
 	// retryable reports whether err is a serialization failure, a deadlock
 	// or a busy database, after which the transaction may run again.
 	retryable(err error) bool
@@ -100,7 +97,7 @@ func (s *Store) HostTx(ctx context.Context, host string, fn func(*Tx) error) err
 func (s *Store) transact(ctx context.Context, host string, fn func(*Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = s.transactOnce(ctx, host, fn)
+		err = s.dialect.transact(ctx, host, fn)
 		if err == nil || attempt == maxAttempts || !s.dialect.retryable(err) {
 			break
 		}
@@ -116,53 +113,20 @@ func (s *Store) transact(ctx context.Context, host string, fn func(*Tx) error) e
 	return err
 }
 
-func (s *Store) transactOnce(ctx context.Context, host string, fn func(*Tx) error) (err error) {
-	if s.writers != nil {
-		select {
-		case s.writers <- struct{}{}:
-			defer func() { <-s.writers }()
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	sqlTx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			sqlTx.Rollback()
-			panic(p)
-		}
-		if err != nil {
-			sqlTx.Rollback()
-		}
-	}()
-	if host != "" {
-		if err := s.dialect.lockHost(ctx, sqlTx, host); err != nil {
-			return fmt.Errorf("lock host: %w", err)
-		}
-	}
-	if err := fn(&Tx{tx: sqlTx}); err != nil {
-		return err
-	}
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
 // Tx is an open transaction. Its methods are the store's query vocabulary.
 type Tx struct {
-	tx *sql.Tx
+	r runner
 }
 
 func (t *Tx) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return t.r.exec(ctx, query, args...)
+}
+
+// later runs a write whose outcome the transaction does not read. On
+// PostgreSQL it travels with the next statement or with COMMIT, saving a
+// round trip; its error, named op, surfaces there or at commit.
+func (t *Tx) later(ctx context.Context, op, query string, args ...any) error {
+	return t.r.later(ctx, op, query, args...)
 }
 
 // Ping checks that the database answers and that its schema is the one this

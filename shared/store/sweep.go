@@ -31,7 +31,7 @@ func (s *Store) LostBatches(ctx context.Context, now, grace int64, limit int) ([
 	if err != nil {
 		return nil, fmt.Errorf("lost batches: %w", err)
 	}
-	ids, err := scanIDs(rows)
+	ids, err := scanIDs(sqlRows{rows})
 	if err != nil {
 		return nil, fmt.Errorf("lost batches: %w", err)
 	}

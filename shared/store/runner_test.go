@@ -1,0 +1,162 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/store/storetest"
+)
+
+// TestTxFailureLeavesNothing fails transactions in every way the pipelined
+// runner sends statements (a later write failing at the next statement or
+// at COMMIT, fn failing after reads and queued writes, a panic) and checks
+// that none of their rows stay and that the one pooled connection serves
+// the next transaction.
+func TestTxFailureLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	errBoom := errors.New("boom")
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			opts := d.Options(t)
+			opts.PoolMax = 1 // every transaction reuses the same connection
+			s, err := store.Open(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			// tok0 is taken: a second session with that hash violates the key.
+			if err := s.HostTx(ctx, "hostZ", func(tx *store.Tx) error {
+				return tx.ReplaceSession(ctx, "hostZ", "tok0", 9000, 1)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			tests := []struct {
+				name    string
+				fn      func(tx *store.Tx) error
+				wantErr string // a substring of the error
+			}{
+				{"fn fails after a read and later writes", func(tx *store.Tx) error {
+					if _, err := tx.Challenge(ctx, "none"); !errors.Is(err, store.ErrNoRow) {
+						return err
+					}
+					if err := tx.TouchHost(ctx, "hostA", "key", 1); err != nil {
+						return err
+					}
+					if err := tx.ReplaceSession(ctx, "hostA", "tok1", 9000, 1); err != nil {
+						return err
+					}
+					return errBoom
+				}, "boom"},
+				{"later write fails at commit", func(tx *store.Tx) error {
+					if err := tx.TouchHost(ctx, "hostA", "key", 1); err != nil {
+						return err
+					}
+					return tx.ReplaceSession(ctx, "hostA", "tok0", 9000, 1)
+				}, "insert session"},
+				{"later write fails at the next statement", func(tx *store.Tx) error {
+					if err := tx.ReplaceSession(ctx, "hostA", "tok0", 9000, 1); err != nil {
+						return err
+					}
+					_, err := tx.Challenge(ctx, "none")
+					return err
+				}, "insert session"},
+				{"later write fails at a final statement", func(tx *store.Tx) error {
+					if err := tx.ReplaceSession(ctx, "hostA", "tok0", 9000, 1); err != nil {
+						return err
+					}
+					_, err := tx.LeaseBatch(ctx, "none", "lease", 1)
+					return err
+				}, "insert session"},
+			}
+			before := mustCounts(t, s)
+			for _, tt := range tests {
+				err := s.HostTx(ctx, "hostA", tt.fn)
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("%s: HostTx = %v, want an error with %q", tt.name, err, tt.wantErr)
+				}
+				mustSameCounts(t, s, before, tt.name)
+			}
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Error("HostTx swallowed a panic")
+					}
+				}()
+				s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+					if err := tx.TouchHost(ctx, "hostA", "key", 1); err != nil {
+						return err
+					}
+					panic("boom")
+				})
+			}()
+			mustSameCounts(t, s, before, "panic")
+			// The connection is clean: the next transaction commits.
+			if err := s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+				if err := tx.TouchHost(ctx, "hostA", "key", 1); err != nil {
+					return err
+				}
+				return tx.ReplaceSession(ctx, "hostA", "tok1", 9000, 1)
+			}); err != nil {
+				t.Fatalf("HostTx after failures: %v", err)
+			}
+			after := mustCounts(t, s)
+			if after["push_hosts"] != before["push_hosts"]+1 || after["push_sessions"] != before["push_sessions"]+1 {
+				t.Errorf("after a good transaction: %v, want one more host and session than %v", after, before)
+			}
+		})
+	}
+}
+
+// TestFinalStatementCommits runs a transaction whose last statement carries
+// COMMIT on PostgreSQL, with a later write queued in front of it.
+func TestFinalStatementCommits(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			s := storetest.Open(t, d)
+			reg := mustDevice(t, s, "hostA", "phone")
+			var attempts int
+			var id string
+			mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
+				var err error
+				id, err = tx.InsertBatch(ctx, store.NewBatch{Host: "hostA", RegistrationID: reg,
+					Kind: contract.KindAlert, Payload: "[]", Members: 1, DueAt: 1, ExpiresAt: 9000}, 1)
+				if err != nil {
+					return err
+				}
+				attempts, err = tx.LeaseBatch(ctx, id, "lease", 5000)
+				return err
+			})
+			b, err := s.Batch(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if attempts != 1 || b.Attempts != 1 || b.LeaseUntil != 5000 {
+				t.Errorf("LeaseBatch = %d; stored attempts %d, lease until %d; want 1, 1, 5000", attempts, b.Attempts, b.LeaseUntil)
+			}
+		})
+	}
+}
+
+func mustCounts(t *testing.T, s *store.Store) map[string]int64 {
+	t.Helper()
+	c, err := s.RowCounts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustSameCounts(t *testing.T, s *store.Store, want map[string]int64, what string) {
+	t.Helper()
+	got := mustCounts(t, s)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s has %d rows, want %d", what, k, got[k], v)
+		}
+	}
+}
