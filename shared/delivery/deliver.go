@@ -119,18 +119,11 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 // nil when there is nothing to send now; it may then have scheduled a later
 // look.
 func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error) {
-	b, err := d.store.Batch(ctx, batchID)
-	if errors.Is(err, store.ErrNoRow) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
-	}
 	now := d.clock.Now().UnixMilli()
 	var c *claimed
 	var later int64 // when to look again, if held back
 	expired := false
-	err = d.store.HostTx(ctx, b.Host, func(tx *store.Tx) error {
+	err := d.store.BatchTx(ctx, batchID, func(tx *store.Tx) error {
 		c, later, expired = nil, 0, false
 		v, err := tx.ClaimView(ctx, batchID, now)
 		b := v.Batch

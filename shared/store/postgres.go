@@ -78,28 +78,34 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 
 func (postgresDialect) name() string { return "postgres" }
 
-// hostLock takes a transaction-scoped advisory lock on the host's key.
-func hostLock(host string) statement {
-	return statement{op: "lock host", query: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-		args: []any{"orca-push:host:" + host}}
+// lockStatements take a transaction-scoped advisory lock on the key of the
+// host on names, given or read from its batch; none when on is empty.
+func lockStatements(on lockOn) []statement {
+	switch {
+	case on.host != "":
+		return []statement{{op: "lock host", query: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+			args: []any{hostLockPrefix + on.host}}}
+	case on.batch != "":
+		return []statement{{op: "lock batch host", query: `SELECT pg_advisory_xact_lock(hashtextextended($1 || host_fingerprint, 0))
+			FROM push_delivery_batches WHERE batch_id = $2`, args: []any{hostLockPrefix, on.batch}}}
+	}
+	return nil
 }
+
+// hostLockPrefix namespaces the host locks' keys.
+const hostLockPrefix = "orca-push:host:"
 
 // transact runs fn on a pool connection in a pipelined transaction: BEGIN
 // and the host lock go with fn's first statement, fn's later writes with
 // COMMIT. A connection given back inside a transaction is destroyed by the
 // pool, so no failure leaves a transaction open.
-func (d postgresDialect) transact(ctx context.Context, host string, fn func(*Tx) error) (err error) {
+func (d postgresDialect) transact(ctx context.Context, on lockOn, fn func(*Tx) error) (err error) {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Release()
-	var p *pipeline
-	if host != "" {
-		p = newPipeline(conn.Conn(), hostLock(host))
-	} else {
-		p = newPipeline(conn.Conn())
-	}
+	p := newPipeline(conn.Conn(), lockStatements(on)...)
 	defer func() {
 		if r := recover(); r != nil {
 			p.rollback(ctx)

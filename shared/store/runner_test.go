@@ -3,8 +3,11 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
@@ -137,6 +140,70 @@ func TestFinalStatementCommits(t *testing.T) {
 			}
 			if attempts != 1 || b.Attempts != 1 || b.LeaseUntil != 5000 {
 				t.Errorf("LeaseBatch = %d; stored attempts %d, lease until %d; want 1, 1, 5000", attempts, b.Attempts, b.LeaseUntil)
+			}
+		})
+	}
+}
+
+// TestBatchTxTakesTheHostLock holds a host's lock in HostTx and checks that
+// a BatchTx on a batch of that host, which finds its host inside the
+// statement that takes the lock, waits for it.
+func TestBatchTxTakesTheHostLock(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			s := storetest.Open(t, d)
+			reg := mustDevice(t, s, "hostA", "phone")
+			var id string
+			mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
+				var err error
+				id, err = tx.InsertBatch(ctx, store.NewBatch{Host: "hostA", RegistrationID: reg,
+					Kind: contract.KindAlert, Payload: "[]", Members: 1, DueAt: 1, ExpiresAt: 9000}, 1)
+				return err
+			})
+			var mu sync.Mutex
+			var order []string
+			log := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+			held, release := make(chan struct{}), make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				err := s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+					// The first statement takes the lock.
+					if _, err := tx.Challenge(ctx, "none"); !errors.Is(err, store.ErrNoRow) {
+						return err
+					}
+					log("host in")
+					close(held)
+					<-release
+					log("host out")
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}()
+			<-held
+			go func() {
+				defer wg.Done()
+				err := s.BatchTx(ctx, id, func(tx *store.Tx) error {
+					if _, err := tx.LockedBatch(ctx, id); err != nil {
+						return err
+					}
+					log("batch in")
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}()
+			// Were the lock not taken, BatchTx would get in meanwhile.
+			time.Sleep(100 * time.Millisecond)
+			close(release)
+			wg.Wait()
+			if want := []string{"host in", "host out", "batch in"}; !slices.Equal(order, want) {
+				t.Errorf("order = %q, want %q", order, want)
 			}
 		})
 	}

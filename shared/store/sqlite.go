@@ -46,7 +46,7 @@ func (sqliteDialect) name() string { return "sqlite" }
 
 // transact needs no host lock: every transaction begins IMMEDIATE, which
 // already serialises writers.
-func (d sqliteDialect) transact(ctx context.Context, _ string, fn func(*Tx) error) (err error) {
+func (d sqliteDialect) transact(ctx context.Context, _ lockOn, fn func(*Tx) error) (err error) {
 	select {
 	case d.writers <- struct{}{}:
 		defer func() { <-d.writers }()

@@ -37,9 +37,9 @@ type Store struct {
 type dialect interface {
 	// name is "postgres" or "sqlite".
 	name() string
-	// transact runs fn in one transaction, under the per-host lock when
-	// host is not empty, and commits it.
-	transact(ctx context.Context, host string, fn func(*Tx) error) error
+	// transact runs fn in one transaction, under the per-host lock that
+	// on names, and commits it.
+	transact(ctx context.Context, on lockOn, fn func(*Tx) error) error
 	// retryable reports whether err is a serialization failure, a deadlock
 	// or a busy database, after which the transaction may run again.
 	retryable(err error) bool
@@ -84,20 +84,34 @@ const maxAttempts = 3
 // it must only touch the database through tx. A panic in fn rolls back and
 // re-panics.
 func (s *Store) Tx(ctx context.Context, fn func(*Tx) error) error {
-	return s.transact(ctx, "", fn)
+	return s.transact(ctx, lockOn{}, fn)
 }
 
 // HostTx is [Store.Tx] under the per-host lock: an advisory transaction lock
 // on PostgreSQL, an immediate transaction on SQLite. Everything that counts or
 // orders a host's rows (quota, the device cap, sessions) runs under it.
 func (s *Store) HostTx(ctx context.Context, host string, fn func(*Tx) error) error {
-	return s.transact(ctx, host, fn)
+	return s.transact(ctx, lockOn{host: host}, fn)
 }
 
-func (s *Store) transact(ctx context.Context, host string, fn func(*Tx) error) error {
+// BatchTx is [Store.HostTx] for the host that batch batchID belongs to, or
+// under no lock when there is no such batch. On PostgreSQL the lock is found
+// and taken by the statement that begins the transaction, so a delivery
+// needs no read of the batch before it.
+func (s *Store) BatchTx(ctx context.Context, batchID string, fn func(*Tx) error) error {
+	return s.transact(ctx, lockOn{batch: batchID}, fn)
+}
+
+// lockOn names the per-host lock a transaction takes: the host's, the host
+// of a batch's, or none when both are empty.
+type lockOn struct {
+	host, batch string
+}
+
+func (s *Store) transact(ctx context.Context, on lockOn, fn func(*Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = s.dialect.transact(ctx, host, fn)
+		err = s.dialect.transact(ctx, on, fn)
 		if err == nil || attempt == maxAttempts || !s.dialect.retryable(err) {
 			break
 		}
