@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -264,6 +265,40 @@ func BenchmarkInsertCeiling(b *testing.B) {
 			elapsed := time.Since(begin)
 			b.StopTimer()
 			lat.report(b, elapsed, b.N, "tx")
+		})
+	}
+}
+
+// BenchmarkBearerLookup is the part of every request admission cannot
+// pipeline: the bearer's session read, which names the host before anything
+// else can run, at the same concurrency as BenchmarkSendAdmission.
+func BenchmarkBearerLookup(b *testing.B) {
+	for _, d := range storetest.Dialects(b) {
+		b.Run(d.Name, func(b *testing.B) {
+			goroutines := setParallelism(b)
+			svc, _, hosts := mustBenchService(b, storetest.Open(b, d), 0, goroutines, 1)
+			ctx := context.Background()
+			var next atomic.Int64
+			var lat latencies
+			b.ResetTimer()
+			begin := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				token := strings.TrimPrefix(hosts[next.Add(1)-1].bearer, "Bearer ")
+				var mine []time.Duration
+				for pb.Next() {
+					t0 := time.Now()
+					_, err := svc.Auth.Lookup(ctx, token)
+					mine = append(mine, time.Since(t0))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+				lat.add(mine)
+			})
+			elapsed := time.Since(begin)
+			b.StopTimer()
+			lat.report(b, elapsed, b.N, "lookups")
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // migrationFiles holds the versioned migrations, NNNN_name.sql, applied in
@@ -81,6 +82,27 @@ func splitStatements(text string) []string {
 // serialised by an advisory lock on PostgreSQL and by an immediate
 // transaction on SQLite, and each migration commits with its version row.
 func (s *Store) migrate(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := s.migrateOnce(ctx)
+		if err == nil || attempt == migrateAttempts || !s.dialect.retryable(err) {
+			return err
+		}
+		// A new SQLite file answers SQLITE_BUSY, without waiting, to a
+		// connection that opens while another one switches it to WAL.
+		t := time.NewTimer(time.Duration(attempt) * 20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// migrateAttempts bounds how often migrate runs when the database is busy.
+const migrateAttempts = 5
+
+func (s *Store) migrateOnce(ctx context.Context) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)

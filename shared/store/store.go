@@ -88,8 +88,9 @@ func (s *Store) Tx(ctx context.Context, fn func(*Tx) error) error {
 }
 
 // HostTx is [Store.Tx] under the per-host lock: an advisory transaction lock
-// on PostgreSQL, an immediate transaction on SQLite. Everything that counts or
-// orders a host's rows (quota, the device cap, sessions) runs under it.
+// on PostgreSQL, taken in the round trip of fn's first statement, an
+// immediate transaction on SQLite. Everything that counts or orders a host's
+// rows (quota, the device cap, sessions) runs under it.
 func (s *Store) HostTx(ctx context.Context, host string, fn func(*Tx) error) error {
 	return s.transact(ctx, lockOn{host: host}, fn)
 }
