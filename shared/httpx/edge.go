@@ -99,7 +99,7 @@ func (e *Edge) Authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, err := e.authenticate(r)
 		if err != nil {
-			e.writeError(w, err)
+			e.writeError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hostKey{}, host)))

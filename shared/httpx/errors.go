@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,12 +46,19 @@ type errorWriter struct {
 	log      *slog.Logger
 }
 
-// writeError answers err. Only the error's type is ever logged: its text may
-// hold SQL or a provider's words.
-func (ew *errorWriter) writeError(w http.ResponseWriter, err error) {
+// writeError answers r with err. Only the error's type is ever logged: its
+// text may hold SQL or a provider's words. A request whose client went away
+// failed because of that: it is counted as canceled, not logged as a
+// failure.
+func (ew *errorWriter) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ce *contract.Error
 	if errors.As(err, &ce) {
 		writeContractError(w, ce)
+		return
+	}
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		ew.counters.Inc(obs.RequestCanceled)
+		writeContractError(w, contract.ErrInternal)
 		return
 	}
 	ew.counters.Inc(obs.RequestError)
@@ -62,7 +70,7 @@ func (ew *errorWriter) writeError(w http.ResponseWriter, err error) {
 func (e *Edge) Handle(h HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			e.writeError(w, err)
+			e.writeError(w, r, err)
 		}
 	})
 }

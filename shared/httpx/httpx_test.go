@@ -59,6 +59,42 @@ func TestInternalErrorsLogOnlyTheType(t *testing.T) {
 	}
 }
 
+func TestCanceledClientIsCountedNotLogged(t *testing.T) {
+	var log bytes.Buffer
+	l := slog.New(slog.NewJSONHandler(&log, nil))
+	counters := obs.NewCounters(l)
+	e, err := httpx.NewEdge(httpx.Options{
+		Clock: clock.NewManual(time.UnixMilli(0)), Counters: counters, Log: l,
+		Ready:  func(context.Context) error { return nil },
+		Lookup: func(context.Context, string) (string, error) { return "", contract.ErrInvalidToken },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		return fmt.Errorf("send: %w", context.Canceled)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/", nil).WithContext(ctx))
+	if rec.Code != 500 {
+		t.Errorf("canceled client = %d, want 500", rec.Code)
+	}
+	if log.Len() != 0 {
+		t.Errorf("a canceled client was logged as a failure: %s", log.String())
+	}
+	// The same error while the client is still there is a failure.
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/", nil))
+	got := counters.Consume()
+	if got[obs.RequestCanceled] != 1 || got[obs.RequestError] != 1 {
+		t.Errorf("counters = %v, want one request_canceled and one request_error", got)
+	}
+	if !strings.Contains(log.String(), "orca_push_request_failed") {
+		t.Errorf("log = %s, want the failure of the live request", log.String())
+	}
+}
+
 func TestContractErrorsKeepTheirStatus(t *testing.T) {
 	var log bytes.Buffer
 	e := mustEdge(t, &log)

@@ -96,7 +96,7 @@ func (e *Edge) Wrap(h http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				e.writeError(w, panicError{})
+				e.writeError(w, r, panicError{})
 			}
 		}()
 		mux.ServeHTTP(w, r)

@@ -19,8 +19,11 @@ import (
 
 // Counter names (reference-behaviour §9).
 const (
-	IPRateLimited     = "ip_rate_limited"
-	RequestError      = "request_error"
+	IPRateLimited = "ip_rate_limited"
+	RequestError  = "request_error"
+	// RequestCanceled counts requests that failed because their client went
+	// away; they are not logged as failures.
+	RequestCanceled   = "request_canceled"
 	ChallengeIssued   = "challenge_issued"
 	ChallengeRejected = "challenge_rejected"
 	SessionIssued     = "session_issued"
