@@ -245,26 +245,12 @@ func BenchmarkInsertCeiling(b *testing.B) {
 			s := storetest.Open(b, d)
 			ctx := context.Background()
 			var next atomic.Int64
-			var lat latencies
-			b.ResetTimer()
-			begin := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				var mine []time.Duration
-				for pb.Next() {
+			runTimed(b, "tx", func() func() error {
+				return func() error {
 					fp := "host-" + strconv.FormatInt(next.Add(1), 10)
-					t0 := time.Now()
-					err := s.Tx(ctx, func(tx *store.Tx) error { return tx.TouchHost(ctx, fp, "key", 1) })
-					mine = append(mine, time.Since(t0))
-					if err != nil {
-						b.Error(err)
-						return
-					}
+					return s.Tx(ctx, func(tx *store.Tx) error { return tx.TouchHost(ctx, fp, "key", 1) })
 				}
-				lat.add(mine)
 			})
-			elapsed := time.Since(begin)
-			b.StopTimer()
-			lat.report(b, elapsed, b.N, "tx")
 		})
 	}
 }
@@ -279,26 +265,39 @@ func BenchmarkBearerLookup(b *testing.B) {
 			svc, _, hosts := mustBenchService(b, storetest.Open(b, d), 0, goroutines, 1)
 			ctx := context.Background()
 			var next atomic.Int64
-			var lat latencies
-			b.ResetTimer()
-			begin := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
+			runTimed(b, "lookups", func() func() error {
 				token := strings.TrimPrefix(hosts[next.Add(1)-1].bearer, "Bearer ")
-				var mine []time.Duration
-				for pb.Next() {
-					t0 := time.Now()
+				return func() error {
 					_, err := svc.Auth.Lookup(ctx, token)
-					mine = append(mine, time.Since(t0))
-					if err != nil {
-						b.Error(err)
-						return
-					}
+					return err
 				}
-				lat.add(mine)
 			})
-			elapsed := time.Since(begin)
-			b.StopTimer()
-			lat.report(b, elapsed, b.N, "lookups")
 		})
 	}
+}
+
+// runTimed runs b.N operations from parallel goroutines, each made by
+// newOp once per goroutine, times every one, and reports the median and
+// 99th percentile latency and unit/s.
+func runTimed(b *testing.B, unit string, newOp func() func() error) {
+	var lat latencies
+	b.ResetTimer()
+	begin := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		op := newOp()
+		var mine []time.Duration
+		for pb.Next() {
+			t0 := time.Now()
+			err := op()
+			mine = append(mine, time.Since(t0))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+		lat.add(mine)
+	})
+	elapsed := time.Since(begin)
+	b.StopTimer()
+	lat.report(b, elapsed, b.N, unit)
 }

@@ -126,19 +126,13 @@ func TestFinalStatementCommits(t *testing.T) {
 			var id string
 			mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
 				var err error
-				id, err = tx.InsertBatch(ctx, store.NewBatch{Host: "hostA", RegistrationID: reg,
-					Kind: contract.KindAlert, Payload: "[]", Members: 1, DueAt: 1, ExpiresAt: 9000}, 1)
-				if err != nil {
+				if id, err = tx.InsertBatch(ctx, dueAlertBatch("hostA", reg), 1); err != nil {
 					return err
 				}
 				attempts, err = tx.LeaseBatch(ctx, id, "lease", 5000)
 				return err
 			})
-			b, err := s.Batch(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if attempts != 1 || b.Attempts != 1 || b.LeaseUntil != 5000 {
+			if b := mustBatch(t, s, id); attempts != 1 || b.Attempts != 1 || b.LeaseUntil != 5000 {
 				t.Errorf("LeaseBatch = %d; stored attempts %d, lease until %d; want 1, 1, 5000", attempts, b.Attempts, b.LeaseUntil)
 			}
 		})
@@ -157,8 +151,7 @@ func TestBatchTxTakesTheHostLock(t *testing.T) {
 			var id string
 			mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
 				var err error
-				id, err = tx.InsertBatch(ctx, store.NewBatch{Host: "hostA", RegistrationID: reg,
-					Kind: contract.KindAlert, Payload: "[]", Members: 1, DueAt: 1, ExpiresAt: 9000}, 1)
+				id, err = tx.InsertBatch(ctx, dueAlertBatch("hostA", reg), 1)
 				return err
 			})
 			var mu sync.Mutex
@@ -207,6 +200,12 @@ func TestBatchTxTakesTheHostLock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dueAlertBatch is a one-alert batch of host's registration reg, due at 1.
+func dueAlertBatch(host, reg string) store.NewBatch {
+	return store.NewBatch{Host: host, RegistrationID: reg, Kind: contract.KindAlert, Payload: "[]",
+		Members: 1, DueAt: 1, ExpiresAt: 9000}
 }
 
 func mustCounts(t *testing.T, s *store.Store) map[string]int64 {
