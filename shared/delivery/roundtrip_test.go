@@ -75,3 +75,64 @@ func TestRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionLostMidAdmission drops the database connection at each
+// round trip of accepting a new alert, once before the server sees it and
+// once after (only the answer is lost), and checks that the send fails, that
+// the alert's rows are there in full or not at all, and that sending it
+// again answers queued and leaves exactly one event, recipient and batch.
+func TestConnectionLostMidAdmission(t *testing.T) {
+	ctx := context.Background()
+	opts, rt := storetest.CountingPostgres(t)
+	opts.PoolMax = 1 // one connection: the round trips counted are the send's
+	s, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	e := mustEnvOn(t, s, clock.NewManual(start))
+	p := e.device(t, "hostA", "phone")
+	seq := int64(0)
+	quiet := func() { e.clock.Advance(contract.DefaultCoalesce + time.Millisecond) }
+	for _, tt := range []struct {
+		roundTrip int64
+		delivered bool
+	}{{1, false}, {1, true}, {2, false}, {2, true}} {
+		name := fmt.Sprintf("round trip %d, delivered %v", tt.roundTrip, tt.delivered)
+		// A new connection prepares its statements on first use: warm it.
+		for range 2 {
+			quiet()
+			seq++
+			e.mustSend(t, contract.StatusQueued, "hostA", alert("warm", seq), p)
+		}
+		quiet()
+		seq++
+		n := alert("lost", seq)
+		before := e.rows(t)
+		rt.Cut(tt.roundTrip, tt.delivered)
+		if _, err := e.adm.Send(ctx, "hostA", contract.SendRequest{RegistrationIDs: []string{p}, Notification: n}); err == nil {
+			t.Fatalf("%s: Send succeeded through a dropped connection", name)
+		}
+		after := e.rows(t)
+		committed := after["events"] == before["events"]+1
+		for _, k := range []string{"events", "recipients", "batches"} {
+			want := before[k]
+			if committed {
+				want++
+			}
+			if after[k] != want {
+				t.Errorf("%s: %s %d → %d, not all or nothing (%v → %v)", name, k, before[k], after[k], before, after)
+			}
+		}
+		if committed != (tt.delivered && tt.roundTrip == 2) {
+			t.Errorf("%s: committed = %v", name, committed)
+		}
+		e.mustSend(t, contract.StatusQueued, "hostA", n, p)
+		again := e.rows(t)
+		for _, k := range []string{"events", "recipients", "batches"} {
+			if again[k] != before[k]+1 {
+				t.Errorf("%s: after sending again %s = %d, want %d", name, k, again[k], before[k]+1)
+			}
+		}
+	}
+}

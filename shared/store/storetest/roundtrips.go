@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -21,10 +22,24 @@ import (
 // sees it), so the count is what the network sees, not an estimate.
 type RoundTrips struct {
 	n atomic.Int64
+	// cut, when not zero, is the count at which the proxy drops the
+	// connection carrying that round trip; delivered says whether the
+	// server gets the round trip first (only its answer is lost).
+	cut       atomic.Int64
+	delivered atomic.Bool
 }
 
 // Load returns the round trips counted so far.
 func (r *RoundTrips) Load() int64 { return r.n.Load() }
+
+// Cut makes the proxy drop the connection that carries the k-th round trip
+// from now, once. When delivered is false the server sees none of that
+// round trip's messages; when it is true the server gets them all and only
+// the answer is lost. Use it with one client at a time.
+func (r *RoundTrips) Cut(k int64, delivered bool) {
+	r.delivered.Store(delivered)
+	r.cut.Store(r.n.Load() + k)
+}
 
 // CountingPostgres creates a fresh schema as [PostgresOptions] does and
 // returns options that reach it through a local proxy counting round trips.
@@ -86,6 +101,7 @@ func (p *proxy) serve() {
 			defer p.wg.Done()
 			p.count(s, c)
 			s.Close()
+			c.Close()
 		}()
 	}
 }
@@ -101,6 +117,9 @@ const (
 // startup message, and an SSL or GSS encryption request before it, have no
 // type byte; every later message is a type byte and a length that counts
 // itself. An encrypted session is not supported (the tests disable SSL).
+// While a cut is armed, messages are held until the Sync or Query that ends
+// their round trip, so that a cut round trip reaches the server whole or
+// not at all; it returns to drop the connection.
 func (p *proxy) count(s io.Writer, c io.Reader) {
 	var head [8]byte
 	for {
@@ -115,14 +134,30 @@ func (p *proxy) count(s io.Writer, c io.Reader) {
 			break
 		}
 	}
+	var held bytes.Buffer
 	for {
 		if _, err := io.ReadFull(c, head[:5]); err != nil {
 			return
 		}
-		if head[0] == 'Q' || head[0] == 'S' {
-			p.rt.n.Add(1)
+		var out io.Writer = s
+		if p.rt.cut.Load() != 0 {
+			out = &held
 		}
-		if err := forward(s, c, head[:5], int(binary.BigEndian.Uint32(head[1:5]))-4); err != nil {
+		if err := forward(out, c, head[:5], int(binary.BigEndian.Uint32(head[1:5]))-4); err != nil {
+			return
+		}
+		if head[0] != 'Q' && head[0] != 'S' {
+			continue
+		}
+		n := p.rt.n.Add(1)
+		cut := n == p.rt.cut.Load()
+		if cut {
+			p.rt.cut.Store(0)
+			if !p.rt.delivered.Load() {
+				return
+			}
+		}
+		if _, err := held.WriteTo(s); err != nil || cut {
 			return
 		}
 	}
