@@ -96,7 +96,7 @@ func TestConnectionLostMidDelivery(t *testing.T) {
 	e := mustEnvOn(t, s, clk)
 	prov := &countingProvider{}
 	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk,
-		Counters: obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil))),
+		Counters:  obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil))),
 		Scheduler: delivery.NopScheduler{}, APNS: prov, FCM: prov})
 	if err != nil {
 		t.Fatal(err)
