@@ -24,19 +24,7 @@ func (s *Server) apnsHandler(host string) http.Handler {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, maxReadBody))
 		token, _ := strings.CutPrefix(r.URL.Path, "/3/device/")
 		status, reason := s.checkAPNS(r, token, body)
-		d := s.newDelivery(APNS, host, r, body)
-
-		s.mu.Lock()
-		f, faulted := Fault{}, false
-		if status == http.StatusOK {
-			f, faulted = s.takeFaultLocked(APNS, token)
-		}
-		d.Status = status
-		if faulted {
-			d.Status = faultStatus(f)
-		}
-		s.recordLocked(d)
-		s.mu.Unlock()
+		f, faulted := s.record(s.newDelivery(APNS, host, r, body), token, status)
 
 		switch {
 		case faulted:

@@ -39,19 +39,7 @@ var canonicalNames = map[string]bool{
 func (s *Server) serveFCM(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxReadBody))
 	req, status, msg := s.checkFCM(r, body)
-	d := s.newDelivery(FCM, HostFCM, r, body)
-
-	s.mu.Lock()
-	f, faulted := Fault{}, false
-	if status == http.StatusOK {
-		f, faulted = s.takeFaultLocked(FCM, req.token)
-	}
-	d.Status = status
-	if faulted {
-		d.Status = faultStatus(f)
-	}
-	s.recordLocked(d)
-	s.mu.Unlock()
+	f, faulted := s.record(s.newDelivery(FCM, HostFCM, r, body), req.token, status)
 
 	switch {
 	case faulted:

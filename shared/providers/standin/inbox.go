@@ -65,6 +65,24 @@ func (s *Server) recordLocked(d Delivery) {
 	s.inbox = append(s.inbox, d)
 }
 
+// record puts d in the inbox with the status it is answered with: status,
+// unless a request that passed the checks (200) meets a fault armed for its
+// provider and token, which it takes and returns.
+func (s *Server) record(d Delivery, token string, status int) (Fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, faulted := Fault{}, false
+	if status == http.StatusOK {
+		f, faulted = s.takeFaultLocked(d.Provider, token)
+	}
+	d.Status = status
+	if faulted {
+		d.Status = faultStatus(f)
+	}
+	s.recordLocked(d)
+	return f, faulted
+}
+
 // newDelivery starts an inbox entry for r, whose body was read as body.
 func (s *Server) newDelivery(p Provider, host string, r *http.Request, body []byte) Delivery {
 	h := make(map[string]string, len(r.Header))
