@@ -157,15 +157,7 @@ func TestHostBucket(t *testing.T) {
 // TestAdmissionOverflow holds every session lookup on a PostgreSQL table lock,
 // so that 4 lookups run, 32 wait and the rest are refused with 503 busy.
 func TestAdmissionOverflow(t *testing.T) {
-	var pg storetest.Dialect
-	for _, d := range storetest.Dialects(t) {
-		if d.Name == "postgres" {
-			pg = d
-		}
-	}
-	if pg.Name == "" {
-		t.Skip("needs PostgreSQL to hold lookups on a lock")
-	}
+	pg := storetest.Postgres(t)
 	opts := pg.Options(t)
 	g := mustGatewayOn(t, opts)
 	token := mustSignIn(t, g.mustHost(t))

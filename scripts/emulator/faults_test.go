@@ -143,15 +143,7 @@ func TestLostTaskIsSwept(t *testing.T) {
 // A send that meets an unavailable database answers 5xx and leaves no
 // partial rows: the transaction commits all or nothing.
 func TestDatabaseUnavailableDuringSend(t *testing.T) {
-	var pg storetest.Dialect
-	for _, d := range storetest.Dialects(t) {
-		if d.Name == "postgres" {
-			pg = d
-		}
-	}
-	if pg.Name == "" {
-		t.Skip("needs PostgreSQL")
-	}
+	pg := storetest.Postgres(t)
 	e := startEmu(t, pg)
 	ctx := context.Background()
 	reg := e.registerIOS("phone")

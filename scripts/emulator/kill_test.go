@@ -51,15 +51,7 @@ func processInbox(t *testing.T, origin string) []standin.Delivery {
 // expires, the sweep finds the batch whose task died with the process, and
 // Cloud Tasks (here the new process's emulator) runs it.
 func TestKilledMidDelivery(t *testing.T) {
-	var pg storetest.Dialect
-	for _, d := range storetest.Dialects(t) {
-		if d.Name == "postgres" {
-			pg = d
-		}
-	}
-	if pg.Name == "" {
-		t.Skip("needs PostgreSQL, shared by the two processes")
-	}
+	pg := storetest.Postgres(t)
 	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1"}
 	p1 := startEmulator(t, env...)
 	ctx := context.Background()

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -29,9 +28,7 @@ const floorWorkers = 16
 // (one row in one transaction). Their ratio is the most BenchmarkSendAdmission
 // with one registration per request could reach against that ceiling.
 func BenchmarkAdmissionFloor(b *testing.B) {
-	if os.Getenv("ORCA_PUSH_TEST_SKIP_POSTGRES") == "1" {
-		b.Skip("PostgreSQL skipped")
-	}
+	pg := storetest.Postgres(b)
 	ctx := context.Background()
 	run := func(b *testing.B, op func(i int64) error) {
 		procs := runtime.GOMAXPROCS(0)
@@ -48,7 +45,7 @@ func BenchmarkAdmissionFloor(b *testing.B) {
 		})
 	}
 	b.Run("ceiling", func(b *testing.B) {
-		s := storetest.Open(b, storetest.Dialect{Name: "postgres", Options: storetest.PostgresOptions})
+		s := storetest.Open(b, pg)
 		run(b, func(i int64) error {
 			return s.Tx(ctx, func(tx *store.Tx) error {
 				return tx.TouchHost(ctx, "host-"+strconv.FormatInt(i, 10), "key", 1)
@@ -56,7 +53,7 @@ func BenchmarkAdmissionFloor(b *testing.B) {
 		})
 	})
 	b.Run("admission-rows", func(b *testing.B) {
-		opts := storetest.PostgresOptions(b)
+		opts := pg.Options(b)
 		s, err := store.Open(ctx, opts)
 		if err != nil {
 			b.Fatal(err)

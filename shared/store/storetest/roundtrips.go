@@ -43,10 +43,10 @@ func (r *RoundTrips) Cut(k int64, delivered bool) {
 
 // CountingPostgres creates a fresh schema as [PostgresOptions] does and
 // returns options that reach it through a local proxy counting round trips.
-// The proxy stops when t ends.
+// The proxy stops when t ends; t is skipped when PostgreSQL is.
 func CountingPostgres(t testing.TB) (store.Options, *RoundTrips) {
 	t.Helper()
-	opts := PostgresOptions(t)
+	opts := Postgres(t).Options(t)
 	u, err := url.Parse(opts.DatabaseURL)
 	if err != nil {
 		t.Fatalf("postgres url: %v", err)

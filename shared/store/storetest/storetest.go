@@ -44,6 +44,17 @@ func Dialects(t testing.TB) []Dialect {
 	return append(ds, Dialect{Name: "postgres", Options: PostgresOptions})
 }
 
+// Postgres returns the PostgreSQL dialect for a test that needs it (a
+// table lock, a database two processes share), skipping t when
+// ORCA_PUSH_TEST_SKIP_POSTGRES=1.
+func Postgres(t testing.TB) Dialect {
+	t.Helper()
+	if os.Getenv("ORCA_PUSH_TEST_SKIP_POSTGRES") == "1" {
+		t.Skip("needs PostgreSQL (ORCA_PUSH_TEST_SKIP_POSTGRES=1)")
+	}
+	return Dialect{Name: "postgres", Options: PostgresOptions}
+}
+
 // PostgresURL returns the base URL of the test server.
 func PostgresURL() string {
 	if u := os.Getenv("ORCA_PUSH_TEST_DATABASE_URL"); u != "" {
