@@ -15,7 +15,6 @@ import (
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/store"
-	"onorca.dev/push/shared/store/storetest"
 )
 
 // sentProvider accepts every message; it stands for a provider in a round
@@ -29,12 +28,7 @@ func (sentProvider) Send(context.Context, push.Target, push.Message) push.Outcom
 // TestDeliverRoundTrips counts the SQL round trips of one delivery (claim,
 // device, fences, record) through a proxy in front of PostgreSQL.
 func TestDeliverRoundTrips(t *testing.T) {
-	opts, rt := storetest.CountingPostgres(t)
-	s, err := store.Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rt := mustCountingStore(t, 0)
 	clk := clock.NewManual(start)
 	e := mustEnvOn(t, s, clk)
 	counters := obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil)))
@@ -85,13 +79,7 @@ func (p *countingProvider) Send(context.Context, push.Target, push.Message) push
 // (the same collapse id, which the phone shows once).
 func TestConnectionLostMidDelivery(t *testing.T) {
 	ctx := context.Background()
-	opts, rt := storetest.CountingPostgres(t)
-	opts.PoolMax = 1 // one connection: the round trips counted are the delivery's
-	s, err := store.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rt := mustCountingStore(t, 1) // one connection: the round trips counted are the delivery's
 	clk := clock.NewManual(start)
 	e := mustEnvOn(t, s, clk)
 	prov := &countingProvider{}

@@ -12,6 +12,23 @@ import (
 	"onorca.dev/push/shared/store/storetest"
 )
 
+// mustCountingStore opens a store on PostgreSQL behind the proxy that counts
+// (and can cut) round trips, with at most poolMax connections (0: the
+// default).
+func mustCountingStore(t *testing.T, poolMax int) (*store.Store, *storetest.RoundTrips) {
+	t.Helper()
+	opts, rt := storetest.CountingPostgres(t)
+	if poolMax > 0 {
+		opts.PoolMax = poolMax
+	}
+	s, err := store.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, rt
+}
+
 // maxRoundTrips is the SQL round trips accepting one registration of a new
 // alert takes, BEGIN and COMMIT included (the budget is 6): BEGIN,
 // the host lock, the event and the recipient in one, the batch and COMMIT in
@@ -23,12 +40,7 @@ const maxRoundTrips = 2
 // host lock and COMMIT included, once every statement is prepared on its
 // connection. Run with -v for the table.
 func TestRoundTrips(t *testing.T) {
-	opts, rt := storetest.CountingPostgres(t)
-	s, err := store.Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rt := mustCountingStore(t, 0)
 	e := mustEnvOn(t, s, clock.NewManual(start))
 	var phones []string
 	for i := range 5 {
@@ -85,13 +97,7 @@ func TestRoundTrips(t *testing.T) {
 // again answers queued and leaves exactly one event, recipient and batch.
 func TestConnectionLostMidAdmission(t *testing.T) {
 	ctx := context.Background()
-	opts, rt := storetest.CountingPostgres(t)
-	opts.PoolMax = 1 // one connection: the round trips counted are the send's
-	s, err := store.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rt := mustCountingStore(t, 1) // one connection: the round trips counted are the send's
 	e := mustEnvOn(t, s, clock.NewManual(start))
 	p := e.device(t, "hostA", "phone")
 	seq := int64(0)
