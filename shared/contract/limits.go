@@ -113,6 +113,13 @@ const (
 	MaxBatchMembers   = 32
 	// MaxProviderPayload bounds every APNs body and FCM message.
 	MaxProviderPayload = 4096
+	// DispatchMargin is the least time a batch keeps between its due time
+	// and its deadline: what a task's dispatch, the claim and the provider
+	// request may take (decisions table, "short deadlines"). A batch is due
+	// no later than its deadline minus the margin, at once when less is
+	// left at admission, and no alert joins a batch if that would lower the
+	// batch's deadline below its due time plus the margin.
+	DispatchMargin = 500 * time.Millisecond
 	// LeaseDuration is a delivery claim's lease.
 	LeaseDuration = 30 * time.Second
 	// MinRetryDelay is the shortest retry delay.

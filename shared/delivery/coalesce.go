@@ -29,10 +29,7 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 		}
 		out.due = append(out.due, due{batchID: open.ID, at: now})
 	}
-	// A batch due at or after its deadline would never be delivered, so a
-	// deadline shorter than the window brings the due time forward (the
-	// deadline is after now, so dueAt is not before now).
-	dueAt := min(now+a.coalesce, deadline-1)
+	dueAt := dueTime(now, a.coalesce, deadline)
 	id, err := tx.InsertBatch(ctx, store.NewBatch{
 		Host: ev.host, RegistrationID: reg, Kind: contract.KindAlert,
 		Payload: singlePayload(ev.item), Members: 1,
@@ -45,15 +42,26 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 	return nil
 }
 
+// dueTime is when a new alert batch opened at now with the given deadline is
+// due: when the coalescing window closes, but no later than
+// contract.DispatchMargin before the deadline, so that the dispatch, the
+// claim and the provider request fit before it; at once when less than the
+// margin is left (decisions table, "short deadlines").
+func dueTime(now, window, deadline int64) int64 {
+	return max(now, min(now+window, deadline-contract.DispatchMargin.Milliseconds()))
+}
+
 // join decides whether ev may join the open batch and returns the joined
 // payload and member count if so. The joined batch must still summarise
 // (2..32 members, every one with a notificationId, no dismissal), its
-// deadline must stay after its due time, and its provider payloads must fit
-// contract.MaxProviderPayload as the providers will build them
-// (reference-behaviour §5.2, measured rather than estimated).
+// deadline must stay at least contract.DispatchMargin after its due time (a
+// short-lived alert never shortens the life of the alerts already waiting),
+// and its provider payloads must fit contract.MaxProviderPayload as the
+// providers will build them (reference-behaviour §5.2, measured rather than
+// estimated).
 func join(ev *event, open store.OpenBatch, deadline int64) (string, int, bool, error) {
 	if ev.n.NotificationID == "" || open.Members+1 > contract.MaxBatchMembers ||
-		min(open.ExpiresAt, deadline) <= open.DueAt {
+		min(open.ExpiresAt, deadline) < open.DueAt+contract.DispatchMargin.Milliseconds() {
 		return "", 0, false, nil
 	}
 	members, err := decodeMembers(open.ID, open.Payload)

@@ -1,6 +1,8 @@
 package delivery_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,24 +66,86 @@ func TestScheduleFailureIsCounted(t *testing.T) {
 	}
 }
 
-// TestDueBeforeDeadline: a batch is always due before its deadline, or it
-// could never be delivered. A deadline inside the window brings the due time
-// forward, and an alert whose deadline would fall before the open batch's due
-// time does not join it.
-func TestDueBeforeDeadline(t *testing.T) {
+// TestShortDeadlines: an alert accepted with time left is due while it still
+// has it. A batch is due no later than contract.DispatchMargin before its
+// deadline, at once when less is left, and an alert whose deadline would
+// pull an open batch's deadline below its due time plus the margin opens a
+// batch of its own instead of joining (decisions table, "short deadlines").
+// The due times are pinned in milliseconds after t0, so a margin of one
+// millisecond (the old rule: deadline − 1) fails here.
+func TestShortDeadlines(t *testing.T) {
+	type alertAt struct {
+		phone int   // which of the test's phones
+		life  int64 // expiresAt − t0 in ms; 0: the default life
+	}
+	tests := []struct {
+		name   string
+		alerts []alertAt
+		// want is every batch as (phone, due − t0, deadline − t0,
+		// members), in creation order.
+		want []batchAt
+	}{
+		{"a deadline inside the window is due a margin before it",
+			[]alertAt{{0, 1000}},
+			[]batchAt{{0, 500, 1000, 1}}},
+		{"less than the margin left is due at once",
+			[]alertAt{{0, 300}, {1, 500}},
+			[]batchAt{{0, 0, 300, 1}, {1, 0, 500, 1}}},
+		{"five short-lived alerts share one batch due before the first deadline",
+			[]alertAt{{0, 1000}, {0, 2000}, {0, 2900}, {0, 3500}, {0, 5000}},
+			[]batchAt{{0, 500, 1000, 5}}},
+		{"one at a time, each is due a margin before its deadline",
+			[]alertAt{{0, 500}, {1, 1000}, {2, 1500}, {3, 2000}, {4, 2500}, {5, 3100}, {6, 3600}},
+			[]batchAt{{0, 0, 500, 1}, {1, 500, 1000, 1}, {2, 1000, 1500, 1}, {3, 1500, 2000, 1},
+				{4, 2000, 2500, 1}, {5, 2600, 3100, 1}, {6, 3000, 3600, 1}}},
+		{"a short-lived alert never shortens the open batch: it is flushed and the alert waits alone",
+			[]alertAt{{0, 0}, {0, 3005}},
+			[]batchAt{{0, 0, 300000, 1}, {0, 2505, 3005, 1}}},
+		{"an alert that leaves the open batch its margin joins it",
+			[]alertAt{{0, 0}, {0, 3500}},
+			[]batchAt{{0, 3000, 3500, 2}}},
+	}
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			e := mustEnv(t, d)
-			p := e.device(t, "hostA", "phone")
-			t0 := e.now()
-			e.mustSend(t, contract.StatusQueued, "hostA", alert("a", 1), p)
-			e.sched.take()
-			short := alert("b", 2)
-			short.ExpiresAt = t0 + 1000
-			e.mustSend(t, contract.StatusQueued, "hostA", short, p)
-			if diff := cmp.Diff([]int64{t0, t0 + 999}, ats(e.sched.take())); diff != "" {
-				t.Errorf("due times (-want +got):\n%s", diff)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					e := mustEnv(t, d)
+					var phones []string
+					for i := range 7 {
+						phones = append(phones, e.device(t, "hostA", fmt.Sprintf("phone%d", i)))
+					}
+					t0 := e.now()
+					var ids []string
+					for i, a := range tt.alerts {
+						n := alert(fmt.Sprintf("n%d", i), int64(i+1))
+						if a.life != 0 {
+							n.ExpiresAt = t0 + a.life
+						}
+						e.mustSend(t, contract.StatusQueued, "hostA", n, phones[a.phone])
+						for _, c := range e.sched.take() {
+							if !slices.Contains(ids, c.BatchID) {
+								ids = append(ids, c.BatchID)
+							}
+						}
+					}
+					var got []batchAt
+					for _, id := range ids {
+						b := e.batch(t, id)
+						got = append(got, batchAt{slices.Index(phones, b.RegistrationID), b.DueAt - t0, b.ExpiresAt - t0, b.Members})
+					}
+					if diff := cmp.Diff(tt.want, got); diff != "" {
+						t.Errorf("batches (-want +got):\n%s", diff)
+					}
+				})
 			}
 		})
 	}
+}
+
+// batchAt is a batch as TestShortDeadlines sees it: its phone's index, its
+// due time and deadline relative to t0, its member count.
+type batchAt struct {
+	Phone         int
+	Due, Deadline int64
+	Members       int
 }

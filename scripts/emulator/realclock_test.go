@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/hostclient"
+	"onorca.dev/push/shared/providers/standin"
+	"onorca.dev/push/shared/store/storetest"
+)
+
+// realClockWait bounds how long a real-clock process test waits for the
+// stand-ins to receive what it expects: far beyond any deadline the tests
+// set, so a wait that runs out means something was lost, not slow.
+const realClockWait = 20 * time.Second
+
+// liveEmulator is an emulator process on the real clock with a signed-in
+// host, driven as a desktop would drive the deployed gateway.
+type liveEmulator struct {
+	p    *process
+	host *hostclient.Client
+}
+
+// forEachDatabase runs f against an emulator process on SQLite and on
+// PostgreSQL (a schema of its own), both on the real clock.
+func forEachDatabase(t *testing.T, f func(t *testing.T, e *liveEmulator)) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			var env []string
+			if url := d.Options(t).DatabaseURL; url != "" {
+				env = append(env, "ORCA_PUSH_DATABASE_URL="+url)
+			}
+			p := startEmulator(t, env...)
+			kp, err := hostclient.GenerateKeypair(rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := hostclient.New(hostclient.Options{BaseURL: p.origin, Keypair: kp,
+				HTTPClient: http.DefaultClient, Clock: clock.Real{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(t, &liveEmulator{p: p, host: h})
+		})
+	}
+}
+
+// phone registers an iPhone named device (its own token) and returns its
+// registration id.
+func (e *liveEmulator) phone(t *testing.T, device string) string {
+	t.Helper()
+	id, err := e.host.Register(context.Background(), hostclient.RegisterParams{DeviceID: device,
+		Platform: contract.PlatformIOS, Token: fmt.Sprintf("%064x", len(device)) + strings.Repeat("ab", len(device)),
+		APNSEnvironment: contract.APNSSandbox})
+	if err != nil {
+		t.Fatalf("Register(%s): %v", device, err)
+	}
+	return id
+}
+
+// send sends n to the registrations and wants every result queued.
+func (e *liveEmulator) send(t *testing.T, n contract.Notification, regs ...string) {
+	t.Helper()
+	res, err := e.host.Send(context.Background(), regs, n)
+	if err != nil {
+		t.Fatalf("Send(%s): %v", n.NotificationID, err)
+	}
+	for _, r := range res {
+		if r.Status != contract.StatusQueued {
+			t.Fatalf("Send(%s) to %s = %s, want queued", n.NotificationID, r.RegistrationID, r.Status)
+		}
+	}
+}
+
+// awaitDelivered polls the inbox (a process boundary) until the APNs
+// stand-in accepted an alert carrying every one of ids, alone or as a
+// summary member, and returns the accepted deliveries. It fails the test
+// when realClockWait passes first.
+func (e *liveEmulator) awaitDelivered(t *testing.T, ids ...string) []standin.Delivery {
+	t.Helper()
+	var got []standin.Delivery
+	var seen []string
+	wall := clock.Real{}
+	for end := wall.Now().Add(realClockWait); wall.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		got, seen = nil, nil
+		for _, d := range processInbox(t, e.p.origin) {
+			if d.Status != http.StatusOK {
+				continue
+			}
+			got = append(got, d)
+			seen = append(seen, deliveredIDs(t, d)...)
+		}
+		if !slices.ContainsFunc(ids, func(id string) bool { return !slices.Contains(seen, id) }) {
+			return got
+		}
+	}
+	t.Fatalf("after %v the stand-ins accepted notifications %q, want all of %q", realClockWait, seen, ids)
+	return nil
+}
+
+// deliveredIDs are the notificationIds an accepted APNs delivery carries:
+// its summary's members, or its own.
+func deliveredIDs(t testing.TB, d standin.Delivery) []string {
+	t.Helper()
+	var body struct {
+		Orca struct {
+			NotificationID string `json:"notificationId"`
+			SummaryMembers []struct {
+				NotificationID string `json:"notificationId"`
+			} `json:"summaryMembers"`
+		} `json:"orca"`
+	}
+	if err := json.Unmarshal(d.Body, &body); err != nil {
+		t.Fatalf("inbox body: %v", err)
+	}
+	if len(body.Orca.SummaryMembers) == 0 {
+		return []string{body.Orca.NotificationID}
+	}
+	var ids []string
+	for _, m := range body.Orca.SummaryMembers {
+		ids = append(ids, m.NotificationID)
+	}
+	return ids
+}
+
+// expiring is the alert id expiring life after now, on the real clock. The
+// sequence number makes the event: each alert of a test needs its own.
+func expiring(id string, seq int64, life time.Duration) contract.Notification {
+	n := alert(id, seq)
+	n.ExpiresAt = clock.Real{}.Now().Add(life).UnixMilli()
+	return n
+}
+
+// TestShortDeadlinesDelivered reproduces the hardening issue's losses with
+// the real clock, where a dispatch takes time: every alert accepted with
+// time left reaches the stand-in before its deadline, including the alerts
+// that were fine before a short-lived one joined them.
+func TestShortDeadlinesDelivered(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, e *liveEmulator) {
+		t.Run("five short-lived alerts to one phone", func(t *testing.T) {
+			p := e.phone(t, "burst")
+			var ids []string
+			for i, life := range []time.Duration{1000, 2000, 2900, 3500, 5000} {
+				id := fmt.Sprintf("burst-%d", i)
+				e.send(t, expiring(id, int64(i+1), life*time.Millisecond), p)
+				ids = append(ids, id)
+			}
+			e.awaitDelivered(t, ids...)
+		})
+		t.Run("one at a time", func(t *testing.T) {
+			lives := []time.Duration{500, 1000, 1500, 2000, 2500, 3100}
+			var ids, phones []string
+			for i := range lives {
+				ids = append(ids, fmt.Sprintf("single-%d", i))
+				phones = append(phones, e.phone(t, ids[i]))
+			}
+			for i, life := range lives {
+				e.send(t, expiring(ids[i], int64(11+i), life*time.Millisecond), phones[i])
+			}
+			e.awaitDelivered(t, ids...)
+		})
+		t.Run("a short-lived alert after a long-lived one", func(t *testing.T) {
+			p := e.phone(t, "pair")
+			e.send(t, alert("long", 21), p)
+			// Just after the first alert's due time: joining
+			// would have pulled its deadline there.
+			e.send(t, expiring("short", 22, contract.DefaultCoalesce+time.Millisecond), p)
+			e.awaitDelivered(t, "long", "short")
+		})
+	})
+}
