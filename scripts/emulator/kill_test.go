@@ -19,7 +19,7 @@ import (
 
 // controlCall calls a route of the emulator at origin, fails t unless it
 // answers 2xx, and decodes the answer into out when out is not nil.
-func controlCall(t *testing.T, origin, method, path, body string, out any) {
+func controlCall(t testing.TB, origin, method, path, body string, out any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, origin+path, strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
@@ -38,7 +38,7 @@ func controlCall(t *testing.T, origin, method, path, body string, out any) {
 	}
 }
 
-func processInbox(t *testing.T, origin string) []standin.Delivery {
+func processInbox(t testing.TB, origin string) []standin.Delivery {
 	var in struct{ Deliveries []standin.Delivery }
 	controlCall(t, origin, "GET", "/_emulator/inbox", "", &in)
 	return in.Deliveries

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -56,19 +57,21 @@ func forEachDatabase(t *testing.T, f func(t *testing.T, e *liveEmulator)) {
 
 // phone registers an iPhone named device (its own token) and returns its
 // registration id.
-func (e *liveEmulator) phone(t *testing.T, device string) string {
+func (e *liveEmulator) phone(t testing.TB, device string) string {
 	t.Helper()
 	id, err := e.host.Register(context.Background(), hostclient.RegisterParams{DeviceID: device,
-		Platform: contract.PlatformIOS, Token: fmt.Sprintf("%064x", len(device)) + strings.Repeat("ab", len(device)),
-		APNSEnvironment: contract.APNSSandbox})
+		Platform: contract.PlatformIOS, Token: phoneToken(device), APNSEnvironment: contract.APNSSandbox})
 	if err != nil {
 		t.Fatalf("Register(%s): %v", device, err)
 	}
 	return id
 }
 
+// phoneToken is the APNs token of the phone named device: hex of its name.
+func phoneToken(device string) string { return hex.EncodeToString([]byte(device)) }
+
 // send sends n to the registrations and wants every result queued.
-func (e *liveEmulator) send(t *testing.T, n contract.Notification, regs ...string) {
+func (e *liveEmulator) send(t testing.TB, n contract.Notification, regs ...string) {
 	t.Helper()
 	res, err := e.host.Send(context.Background(), regs, n)
 	if err != nil {
@@ -85,7 +88,7 @@ func (e *liveEmulator) send(t *testing.T, n contract.Notification, regs ...strin
 // stand-in accepted an alert carrying every one of ids, alone or as a
 // summary member, and returns the accepted deliveries. It fails the test
 // when realClockWait passes first.
-func (e *liveEmulator) awaitDelivered(t *testing.T, ids ...string) []standin.Delivery {
+func (e *liveEmulator) awaitDelivered(t testing.TB, ids ...string) []standin.Delivery {
 	t.Helper()
 	var got []standin.Delivery
 	var seen []string
@@ -177,4 +180,71 @@ func TestShortDeadlinesDelivered(t *testing.T) {
 			e.awaitDelivered(t, "long", "short")
 		})
 	})
+}
+
+// BenchmarkBurstAfterWindow measures, with the real clock, how long after
+// its coalescing window a burst that splits into three batches has reached
+// the APNs stand-in in full: forty alerts to one phone, two of them with
+// 1800-character ids, so two batches are due at once during the burst and
+// the third when its window closes. One batch of a registration is in
+// flight at a time; the others must follow the moment it ends. The window's
+// end is taken from before the send that opens the third batch, so the
+// figure is an upper bound.
+//
+//	go test -run '^$' -bench BurstAfterWindow -benchtime 5x ./scripts/emulator
+func BenchmarkBurstAfterWindow(b *testing.B) {
+	for _, d := range storetest.Dialects(b) {
+		b.Run(d.Name, func(b *testing.B) {
+			var env []string
+			if url := d.Options(b).DatabaseURL; url != "" {
+				env = append(env, "ORCA_PUSH_DATABASE_URL="+url)
+			}
+			p := startEmulator(b, env...)
+			kp, err := hostclient.GenerateKeypair(rand.Reader)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := &liveEmulator{p: p}
+			e.host, err = hostclient.New(hostclient.Options{BaseURL: p.origin, Keypair: kp,
+				HTTPClient: http.DefaultClient, Clock: clock.Real{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var lates []float64
+			seq := int64(0)
+			for i := 0; b.Loop(); i++ {
+				reg := e.phone(b, fmt.Sprintf("phone-%d", i))
+				var ids []string
+				var windowEnd int64
+				for j := range 40 {
+					id := fmt.Sprintf("b%d-%02d", i, j)
+					if j == 10 || j == 25 {
+						id = longID(id)
+					}
+					if j == 25 {
+						// It opens the last batch, whose window
+						// closes 3 s after it is accepted.
+						windowEnd = clock.Real{}.Now().Add(contract.DefaultCoalesce).UnixMilli()
+					}
+					seq++
+					n := alert(id, seq)
+					n.Body = "build"
+					e.send(b, n, reg)
+					ids = append(ids, id)
+				}
+				got := e.awaitDelivered(b, ids...)
+				last := int64(0)
+				for _, dl := range got {
+					if strings.HasSuffix(dl.Path, "/"+phoneToken(fmt.Sprintf("phone-%d", i))) {
+						last = max(last, dl.ReceivedAt)
+					}
+				}
+				lates = append(lates, float64(last-windowEnd))
+				controlCall(b, p.origin, "DELETE", "/_emulator/inbox", "", nil)
+			}
+			slices.Sort(lates)
+			b.ReportMetric(lates[len(lates)/2], "ms-after-window-p50")
+			b.ReportMetric(lates[len(lates)-1], "ms-after-window-max")
+		})
+	}
 }

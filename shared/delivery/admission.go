@@ -129,7 +129,7 @@ func (a *Admission) schedule(ctx context.Context, batches []due) {
 	g.SetLimit(scheduleFanOut)
 	for _, b := range batches {
 		g.Go(func() error {
-			if err := a.scheduler.Schedule(ctx, b.batchID, time.UnixMilli(b.at)); err != nil {
+			if err := a.scheduler.Schedule(ctx, b.batchID, time.UnixMilli(b.at), ""); err != nil {
 				a.counters.Inc(obs.ScheduleFailed)
 			}
 			return nil

@@ -102,12 +102,12 @@ func TestCoalesceAlertWithoutID(t *testing.T) {
 			first := e.sched.take()[0].BatchID
 			e.mustSend(t, contract.StatusQueued, "hostA", bell(2), p)
 			flushed := e.sched.take()
-			if len(flushed) != 2 || flushed[0] != (call{first, now}) || flushed[1].At != now+window {
+			if len(flushed) != 2 || flushed[0] != (call{first, now, ""}) || flushed[1].At != now+window {
 				t.Fatalf("after a bell scheduled %v, want %s now and a new batch at now+%d", flushed, first, window)
 			}
 			e.mustSend(t, contract.StatusQueued, "hostA", alert("b", 3), p)
 			again := e.sched.take()
-			if len(again) != 2 || again[0] != (call{flushed[1].BatchID, now}) {
+			if len(again) != 2 || again[0] != (call{flushed[1].BatchID, now, ""}) {
 				t.Fatalf("after an alert scheduled %v, want the bell's batch now and a new one", again)
 			}
 			for _, c := range []call{flushed[0], flushed[1], again[1]} {

@@ -63,9 +63,6 @@ type claimed struct {
 	// device is the registration as read at the claim; empty
 	// RegistrationID when it was deleted.
 	device store.Device
-	// othersWaiting reports that other due batches of the registration
-	// were held back by this one.
-	othersWaiting bool
 }
 
 // Deliver claims batchID, sends it, and records the outcome. A task that
@@ -136,7 +133,7 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 			return nil
 		case b.ExpiresAt <= now:
 			expired = true
-			_, err := tx.EndBatch(ctx, b.ID, "", store.BatchExpired, push.ReasonExpired, now)
+			_, err := tx.EndBatch(ctx, b.ID, store.BatchExpired, push.ReasonExpired, now)
 			return err
 		case b.DueAt > now:
 			return nil // early: the task for its due time exists
@@ -144,7 +141,10 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 			later = b.LeaseUntil // in flight: look again when the lease ends
 			return nil
 		case v.LeasedUntil > 0:
-			later = min(v.LeasedUntil, now+contract.MinRetryDelay.Milliseconds())
+			// Another batch of the registration is in flight: its end
+			// wakes this one at once (finish, retry). Should that
+			// delivery be lost, look again when its lease runs out.
+			later = v.LeasedUntil
 			return nil
 		}
 		members, err := decodeMembers(b.ID, b.Payload)
@@ -161,8 +161,7 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 		if err != nil {
 			return err
 		}
-		c = &claimed{batch: b, token: token, attempts: attempts, members: members,
-			device: v.Device, othersWaiting: v.OthersWaiting}
+		c = &claimed{batch: b, token: token, attempts: attempts, members: members, device: v.Device}
 		return nil
 	})
 	if err != nil {
@@ -172,7 +171,7 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 		d.counters.Inc(obs.DeliveryExpired)
 	}
 	if later > 0 {
-		d.schedule(ctx, batchID, later)
+		d.schedule(ctx, batchID, later, "")
 	}
 	return c, nil
 }
@@ -208,29 +207,28 @@ func (d *Deliverer) unfenced(ctx context.Context, tx *store.Tx, b store.Batch, m
 	return members, nil
 }
 
-// finish ends the leased batch in state and hands the registration's other
-// due batches, held back by this lease, to the scheduler. The lease token
-// fences the end, so it needs neither a transaction nor the host lock.
+// finish ends the leased batch in state and, in the same statement, wakes
+// the registration's other due batches, which this lease held back: they go
+// at once, one after the other. A lost lease records and wakes nothing: the
+// new holder does. The lease token fences the end, so it needs neither a
+// transaction nor the host lock.
 func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchState, reason string) error {
 	now := d.clock.Now().UnixMilli()
-	ended, err := d.store.EndLeasedBatch(ctx, c.batch.ID, c.token, state, reason, now)
+	_, next, err := d.store.EndLeasedBatch(ctx, c.batch.ID, c.batch.RegistrationID, c.token, state, reason, now)
 	if err != nil {
 		return fmt.Errorf("finish: %w", err)
 	}
-	if !ended || !c.othersWaiting {
-		// A lost lease: the new holder records the outcome. Or nothing
-		// waited behind this delivery: a batch that arrives during it
-		// looks again a second later by itself.
-		return nil
-	}
-	next, err := d.store.DueBatches(ctx, c.batch.RegistrationID, now)
-	if err != nil {
-		return fmt.Errorf("finish: %w", err)
-	}
-	for _, id := range next {
-		d.schedule(ctx, id, now)
-	}
+	d.wake(ctx, next, now, c.token)
 	return nil
+}
+
+// wake hands the batches this lease (token) held back to the scheduler, due
+// at now. The lease token keys the tasks, so a wake-up never merges with the
+// batch's own task for the same millisecond, which has run already.
+func (d *Deliverer) wake(ctx context.Context, ids []string, now int64, token string) {
+	for _, id := range ids {
+		d.schedule(ctx, id, now, token)
+	}
 }
 
 // retry puts the batch back for its next attempt at
@@ -251,7 +249,9 @@ func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) err
 	err := d.store.HostTx(ctx, c.batch.Host, func(tx *store.Tx) error {
 		retried, next = false, nil
 		b, err := tx.LockedBatch(ctx, c.batch.ID)
-		if err != nil {
+		if err != nil || b.State != store.BatchPending || b.LeaseToken != c.token {
+			// A lost lease: the new holder decides, and wakes what
+			// waits.
 			return err
 		}
 		members, err := decodeMembers(b.ID, b.Payload)
@@ -261,24 +261,23 @@ func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) err
 		if members, err = d.unfenced(ctx, tx, b, members); err != nil {
 			return err
 		}
-		if members == nil {
-			// Dismissed while in flight: not retried; what it held back
-			// (the dismissal itself, usually) goes now.
-			next, err = tx.DueBatches(ctx, c.batch.RegistrationID, now)
-			return err
+		if members != nil {
+			if retried, err = tx.RetryBatch(ctx, c.batch.ID, c.token, at, now); err != nil || !retried {
+				return err
+			}
 		}
-		retried, err = tx.RetryBatch(ctx, c.batch.ID, c.token, at, now)
+		// Retried for later, or dismissed while in flight: what this
+		// lease held back (the dismissal itself, often) goes now.
+		next, err = tx.DueBatches(ctx, c.batch.RegistrationID, now)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("retry: %w", err)
 	}
 	if retried {
-		d.schedule(ctx, c.batch.ID, at)
+		d.schedule(ctx, c.batch.ID, at, "")
 	}
-	for _, id := range next {
-		d.schedule(ctx, id, now)
-	}
+	d.wake(ctx, next, now, c.token)
 	return nil
 }
 
@@ -290,8 +289,8 @@ func backoff(attempts int) time.Duration {
 
 // schedule hands a batch to the scheduler; a failure is counted, never
 // returned: the sweep re-schedules due batches whose task was lost.
-func (d *Deliverer) schedule(ctx context.Context, batchID string, at int64) {
-	if err := d.scheduler.Schedule(ctx, batchID, time.UnixMilli(at)); err != nil {
+func (d *Deliverer) schedule(ctx context.Context, batchID string, at int64, key string) {
+	if err := d.scheduler.Schedule(ctx, batchID, time.UnixMilli(at), key); err != nil {
 		d.counters.Inc(obs.ScheduleFailed)
 	}
 }

@@ -96,13 +96,14 @@ func BenchmarkDeliver(b *testing.B) {
 		b.Run(d.Name+"/one-write", func(b *testing.B) {
 			s := storetest.Open(b, d)
 			now := clk.Now().UnixMilli()
-			queue := pendingBatches(b, s, token, payload, now)
+			queue := leased(b, s, pendingBatches(b, s, token, payload, now), now)
 			ctx := context.Background()
 			b.ResetTimer()
 			b.SetParallelism((deliverWorkers + 1) / 2)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if ok, err := s.EndLeasedBatch(ctx, <-queue, "", store.BatchSent, "", now); err != nil || !ok {
+					l := <-queue
+					if ok, _, err := s.EndLeasedBatch(ctx, l.ID, l.RegistrationID, floorLease, store.BatchSent, "", now); err != nil || !ok {
 						b.Errorf("EndLeasedBatch = %v, %v", ok, err)
 					}
 				}
@@ -121,6 +122,33 @@ func BenchmarkDeliver(b *testing.B) {
 			}
 		})
 	})
+}
+
+// floorLease is the lease token of the batches the floor ends.
+const floorLease = "floor"
+
+// leased leases every batch of queue to floorLease, untimed, and returns
+// them for the floor to end.
+func leased(b *testing.B, s *store.Store, queue chan string, now int64) chan store.Batch {
+	b.Helper()
+	ctx := context.Background()
+	out := make(chan store.Batch, len(queue))
+	for len(queue) > 0 {
+		id := <-queue
+		err := s.BatchTx(ctx, id, func(tx *store.Tx) error {
+			_, err := tx.LeaseBatch(ctx, id, floorLease, now+contract.LeaseDuration.Milliseconds())
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bt, err := s.Batch(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out <- bt
+	}
+	return out
 }
 
 // pendingBatches stores b.N due alert batches of payload and returns their

@@ -33,6 +33,7 @@ var errScheduleDown = errors.New("scheduler down")
 type call struct {
 	BatchID string
 	At      int64 // epoch ms
+	Key     string
 }
 
 // recorder is a Scheduler that records its calls.
@@ -43,10 +44,10 @@ type recorder struct {
 	fail  bool
 }
 
-func (r *recorder) Schedule(_ context.Context, batchID string, at time.Time) error {
+func (r *recorder) Schedule(_ context.Context, batchID string, at time.Time, key string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, call{batchID, at.UnixMilli()})
+	r.calls = append(r.calls, call{batchID, at.UnixMilli(), key})
 	if r.fail {
 		return errScheduleDown
 	}

@@ -6,13 +6,17 @@ import (
 )
 
 // Scheduler asks for a batch to be delivered at a time. Admission calls it
-// after commit for every new or newly-due batch; package tasks implements it
-// with Cloud Tasks. A repeated call for the same batch and time must be
-// harmless, and a failure is never fatal: the sweep re-schedules due batches
-// whose task was lost.
+// after commit for every new or newly-due batch, delivery for retries and
+// wake-ups; package tasks implements it with Cloud Tasks. A failure is never
+// fatal: the sweep re-schedules due batches whose task was lost.
 type Scheduler interface {
-	// Schedule asks for batchID to be delivered at at.
-	Schedule(ctx context.Context, batchID string, at time.Time) error
+	// Schedule asks for batchID to be delivered at at. A repeated call
+	// with the same batch, time and key must be harmless (one delivery
+	// attempt); another key is another attempt. The key is empty for a
+	// batch's due times and retries, and names the lease that held the
+	// batch back for a wake-up, which may fall on a time the batch was
+	// already scheduled for.
+	Schedule(ctx context.Context, batchID string, at time.Time, key string) error
 }
 
 // NopScheduler schedules nothing and always succeeds. It stands in where no
@@ -20,4 +24,4 @@ type Scheduler interface {
 type NopScheduler struct{}
 
 // Schedule does nothing.
-func (NopScheduler) Schedule(context.Context, string, time.Time) error { return nil }
+func (NopScheduler) Schedule(context.Context, string, time.Time, string) error { return nil }

@@ -92,7 +92,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		return r, fmt.Errorf("sweep: %w", err)
 	}
 	for _, id := range lost {
-		if err := s.scheduler.Schedule(ctx, id, time.UnixMilli(now)); err != nil {
+		if err := s.scheduler.Schedule(ctx, id, time.UnixMilli(now), ""); err != nil {
 			r.ScheduleFail++
 			s.counters.Inc(obs.ScheduleFailed)
 			continue

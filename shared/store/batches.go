@@ -148,9 +148,11 @@ type Batch struct {
 	DueAt          int64
 	ExpiresAt      int64
 	LeaseUntil     int64
-	Attempts       int
-	ScheduledAt    int64
-	CreatedAt      int64
+	// LeaseToken names the delivery holding the batch; empty when none.
+	LeaseToken  string
+	Attempts    int
+	ScheduledAt int64
+	CreatedAt   int64
 }
 
 // Batch reads one batch; ErrNoRow when there is none.
@@ -160,11 +162,13 @@ func (s *Store) Batch(ctx context.Context, id string) (Batch, error) {
 
 func readBatch(ctx context.Context, r runner, id string) (Batch, error) {
 	var b Batch
+	var token sql.NullString
 	err := r.queryRow(ctx, `SELECT batch_id, host_fingerprint, registration_id, kind, payload_json,
-		members, state, due_at, expires_at, lease_until, attempts, scheduled_at, created_at
+		members, state, due_at, expires_at, lease_until, lease_token, attempts, scheduled_at, created_at
 		FROM push_delivery_batches WHERE batch_id = $1`, id).
 		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,
-			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &b.Attempts, &b.ScheduledAt, &b.CreatedAt)
+			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &token, &b.Attempts, &b.ScheduledAt, &b.CreatedAt)
+	b.LeaseToken = token.String
 	if errors.Is(err, sql.ErrNoRows) {
 		return Batch{}, ErrNoRow
 	}

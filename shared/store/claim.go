@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,13 +30,11 @@ func (t *Tx) LockedBatch(ctx context.Context, id string) (Batch, error) {
 // ClaimView is what a delivery needs to decide on a claim, read in one
 // statement: the batch, the latest live lease another pending batch of its
 // registration holds (one delivery per registration is in flight at a
-// time), whether other due batches of the registration wait, and the
-// registration as it stands now (Device.RegistrationID is empty when it was
-// deleted).
+// time), and the registration as it stands now (Device.RegistrationID is
+// empty when it was deleted).
 type ClaimView struct {
-	Batch         Batch
-	LeasedUntil   int64
-	OthersWaiting bool
+	Batch       Batch
+	LeasedUntil int64
 	// HostFenced reports whether the host has any dismissal fence, so a
 	// claim looks fences up only then.
 	HostFenced bool
@@ -48,15 +47,13 @@ func (t *Tx) ClaimView(ctx context.Context, id string, now int64) (ClaimView, er
 	var v ClaimView
 	b := &v.Batch
 	var leased sql.NullInt64
-	var waiting, fenced int
+	var fenced int
 	var reg, token, platform, env sql.NullString
 	var dead sql.NullInt64
 	err := t.r.queryRow(ctx, `SELECT b.batch_id, b.host_fingerprint, b.registration_id, b.kind, b.payload_json,
 		b.members, b.state, b.due_at, b.expires_at, b.lease_until, b.attempts, b.scheduled_at, b.created_at,
 		(SELECT MAX(o.lease_until) FROM push_delivery_batches o WHERE o.registration_id = b.registration_id
 			AND o.batch_id <> b.batch_id AND o.state = 'pending' AND o.lease_until > $2),
-		(SELECT COUNT(*) FROM push_delivery_batches o WHERE o.registration_id = b.registration_id
-			AND o.batch_id <> b.batch_id AND o.state = 'pending' AND o.due_at <= $2),
 		(SELECT COUNT(*) FROM (SELECT 1 FROM push_dismissed_events f
 			WHERE f.host_fingerprint = b.host_fingerprint LIMIT 1) AS any_fence),
 		d.registration_id, d.token, d.platform, d.apns_environment, d.dead_at
@@ -64,14 +61,14 @@ func (t *Tx) ClaimView(ctx context.Context, id string, now int64) (ClaimView, er
 		WHERE b.batch_id = $1`, id, now).
 		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,
 			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &b.Attempts, &b.ScheduledAt, &b.CreatedAt,
-			&leased, &waiting, &fenced, &reg, &token, &platform, &env, &dead)
+			&leased, &fenced, &reg, &token, &platform, &env, &dead)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ClaimView{}, ErrNoRow
 	}
 	if err != nil {
 		return ClaimView{}, fmt.Errorf("claim view: %w", err)
 	}
-	v.LeasedUntil, v.OthersWaiting, v.HostFenced = leased.Int64, waiting > 0, fenced > 0
+	v.LeasedUntil, v.HostFenced = leased.Int64, fenced > 0
 	if reg.Valid {
 		v.Device = Device{RegistrationID: reg.String, HostFingerprint: b.Host, Token: token.String,
 			Platform: contract.Platform(platform.String), APNSEnvironment: contract.APNSEnvironment(env.String),
@@ -134,29 +131,68 @@ func (t *Tx) LeaseBatch(ctx context.Context, id, token string, leaseUntil int64)
 	return attempts, nil
 }
 
-// EndBatch finishes a pending batch in state with reason, clearing its
-// payload. When token is not empty, only the holder of that lease may end it:
-// a stale holder's finish changes nothing. It reports whether it ended the
-// batch.
-func (t *Tx) EndBatch(ctx context.Context, id, token string, state BatchState, reason string, now int64) (bool, error) {
-	return endBatch(ctx, t.r, id, token, state, reason, now)
-}
-
-// EndLeasedBatch is [Tx.EndBatch] on its own, outside a transaction: the
-// lease token fences it, so a finishing delivery needs no host lock.
-func (s *Store) EndLeasedBatch(ctx context.Context, id, token string, state BatchState, reason string, now int64) (bool, error) {
-	return endBatch(ctx, sqlRunner{s.db}, id, token, state, reason, now)
-}
-
-func endBatch(ctx context.Context, r runner, id, token string, state BatchState, reason string, now int64) (bool, error) {
-	n, err := r.exec(ctx, `UPDATE push_delivery_batches
+// EndBatch finishes a pending batch that no delivery holds in state with
+// reason, clearing its payload (a claim that finds it expired). It reports
+// whether it ended the batch.
+func (t *Tx) EndBatch(ctx context.Context, id string, state BatchState, reason string, now int64) (bool, error) {
+	n, err := t.r.exec(ctx, `UPDATE push_delivery_batches
 		SET state = $2, reason = $3, payload_json = $4, finished_at = $5, lease_token = NULL, lease_until = 0
-		WHERE batch_id = $1 AND state = 'pending' AND ($6 = '' OR lease_token = $6)`,
-		id, string(state), nullable(reason), EmptyPayload, now, token)
+		WHERE batch_id = $1 AND state = 'pending'`,
+		id, string(state), nullable(reason), EmptyPayload, now)
 	if err != nil {
 		return false, fmt.Errorf("end batch: %w", err)
 	}
 	return n == 1, nil
+}
+
+// EndLeasedBatch ends batch id of registration registrationID, leased to
+// token, in state with reason, clearing its payload; and in the same
+// statement it wakes the registration's other batches that are pending, due,
+// unleased and unexpired at now, marking them scheduled at now, and returns
+// their ids: the caller hands them to the scheduler, so a batch held back by
+// this lease (one delivery per registration is in flight at a time) goes out
+// as soon as the lease ends. It reports whether it ended the batch. A stale
+// holder, whose lease ran out and was taken over, changes nothing and wakes
+// nothing: the new holder records the outcome and wakes what waits. The
+// lease token fences it, so it needs neither a transaction nor the host
+// lock.
+func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
+	// One statement for both dialects (SQLite has no UPDATE in a WITH):
+	// the holder's row matches the first branch, its siblings the second.
+	// Whether the sibling rows see the holder's row before or after it is
+	// ended differs between the databases, so the holder test accepts both:
+	// still leased to token, or just ended by this very statement.
+	rows, err := s.db.QueryContext(ctx, `UPDATE push_delivery_batches SET
+			state = CASE WHEN batch_id = $1 THEN $4 ELSE state END,
+			reason = CASE WHEN batch_id = $1 THEN $5 ELSE reason END,
+			payload_json = CASE WHEN batch_id = $1 THEN $6 ELSE payload_json END,
+			finished_at = CASE WHEN batch_id = $1 THEN $7 ELSE finished_at END,
+			lease_token = CASE WHEN batch_id = $1 THEN NULL ELSE lease_token END,
+			lease_until = CASE WHEN batch_id = $1 THEN 0 ELSE lease_until END,
+			scheduled_at = CASE WHEN batch_id = $1 THEN scheduled_at ELSE $7 END
+		WHERE (batch_id = $1 AND state = 'pending' AND lease_token = $3)
+			OR (registration_id = $2 AND batch_id <> $1 AND state = 'pending' AND due_at <= $7
+				AND lease_until <= $7 AND expires_at > $7
+				AND EXISTS (SELECT 1 FROM push_delivery_batches h WHERE h.batch_id = $1
+					AND ((h.state = 'pending' AND h.lease_token = $3)
+						OR (h.state = $4 AND h.finished_at = $7 AND h.lease_token IS NULL))))
+		RETURNING batch_id`,
+		id, registrationID, token, string(state), nullable(reason), EmptyPayload, now)
+	if err != nil {
+		return false, nil, fmt.Errorf("end leased batch: %w", err)
+	}
+	ids, err := scanIDs(sqlRows{rows})
+	if err != nil {
+		return false, nil, fmt.Errorf("end leased batch: %w", err)
+	}
+	ended := slices.Contains(ids, id)
+	if !ended {
+		// The holder was not ended: a sibling matched only because
+		// another holder ended the batch in the same state and
+		// millisecond. Its wake-up is harmless; report nothing.
+		return false, nil, nil
+	}
+	return true, slices.DeleteFunc(ids, func(b string) bool { return b == id }), nil
 }
 
 // RetryBatch returns a leased batch to pending, due at dueAt, with its lease
@@ -172,21 +208,12 @@ func (t *Tx) RetryBatch(ctx context.Context, id, token string, dueAt, now int64)
 	return n == 1, nil
 }
 
-// DueBatches returns the registration's other pending batches that are due
-// at now and unleased, marking them scheduled at now: the caller hands them
-// to the scheduler after commit, so a batch held back by this registration's
-// lease goes out as soon as the lease ends.
+// DueBatches returns the registration's pending batches that are due at now,
+// unleased and unexpired, marking them scheduled at now: the caller hands
+// them to the scheduler after commit, so a batch held back by this
+// registration's lease goes out as soon as the lease ends.
 func (t *Tx) DueBatches(ctx context.Context, registrationID string, now int64) ([]string, error) {
-	return dueBatches(ctx, t.r, registrationID, now)
-}
-
-// DueBatches is [Tx.DueBatches] on its own, outside a transaction.
-func (s *Store) DueBatches(ctx context.Context, registrationID string, now int64) ([]string, error) {
-	return dueBatches(ctx, sqlRunner{s.db}, registrationID, now)
-}
-
-func dueBatches(ctx context.Context, r runner, registrationID string, now int64) ([]string, error) {
-	rows, err := r.query(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
+	rows, err := t.r.query(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
 		WHERE registration_id = $1 AND state = 'pending' AND due_at <= $2 AND lease_until <= $2 AND expires_at > $2
 		RETURNING batch_id`, registrationID, now)
 	if err != nil {

@@ -25,3 +25,26 @@ func (s *Store) RowCounts(ctx context.Context) (map[string]int64, error) {
 	}
 	return out, nil
 }
+
+// BatchStates returns how many delivery batches are in each state. Tests use
+// it to prove that nothing waits or was lost; the emulator shows it.
+func (s *Store) BatchStates(ctx context.Context) (map[BatchState]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT state, COUNT(*) FROM push_delivery_batches GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("batch states: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[BatchState]int64)
+	for rows.Next() {
+		var st BatchState
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("batch states: %w", err)
+		}
+		out[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("batch states: %w", err)
+	}
+	return out, nil
+}

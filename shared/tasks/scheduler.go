@@ -133,13 +133,13 @@ func newScheduler(opts Options) (*Scheduler, error) {
 
 // Schedule asks Cloud Tasks to POST a [DeliverRequest] for batchID to the
 // deliver function at time at (truncated to the millisecond). Scheduling the
-// same batch and time again is a no-op: the task name is derived from both,
-// and Cloud Tasks answers a known name with AlreadyExists, which counts as
-// success. Transient failures are retried twice with a short pause; after
+// same batch, time and key again is a no-op: the task name is derived from
+// the three, and Cloud Tasks answers a known name with AlreadyExists, which
+// counts as success. Another key makes another task. Transient failures are retried twice with a short pause; after
 // that, or on any other failure, the error is returned and the caller leaves
 // the batch for the sweep.
-func (s *Scheduler) Schedule(ctx context.Context, batchID string, at time.Time) error {
-	req, err := s.newTaskRequest(batchID, at.UnixMilli())
+func (s *Scheduler) Schedule(ctx context.Context, batchID string, at time.Time, key string) error {
+	req, err := s.newTaskRequest(batchID, at.UnixMilli(), key)
 	if err != nil {
 		return fmt.Errorf("tasks: schedule: %w", err)
 	}
@@ -186,8 +186,8 @@ func retryable(err error) bool {
 	return false
 }
 
-// newTaskRequest builds the CreateTask request for batchID at dueMs.
-func (s *Scheduler) newTaskRequest(batchID string, dueMs int64) (*cloudtaskspb.CreateTaskRequest, error) {
+// newTaskRequest builds the CreateTask request for batchID at dueMs for key.
+func (s *Scheduler) newTaskRequest(batchID string, dueMs int64, key string) (*cloudtaskspb.CreateTaskRequest, error) {
 	body, err := json.Marshal(DeliverRequest{BatchID: batchID, DueAt: dueMs})
 	if err != nil {
 		return nil, fmt.Errorf("encode body: %w", err)
@@ -207,7 +207,7 @@ func (s *Scheduler) newTaskRequest(batchID string, dueMs int64) (*cloudtaskspb.C
 	return &cloudtaskspb.CreateTaskRequest{
 		Parent: s.queue,
 		Task: &cloudtaskspb.Task{
-			Name:             taskName(s.queue, batchID, dueMs),
+			Name:             taskName(s.queue, batchID, dueMs, key),
 			ScheduleTime:     timestamppb.New(time.UnixMilli(dueMs)),
 			DispatchDeadline: durationpb.New(s.deadline),
 			MessageType:      &cloudtaskspb.Task_HttpRequest{HttpRequest: httpReq},

@@ -106,7 +106,12 @@ func mustEnv(t *testing.T, account, audience string) *env {
 
 func (ev *env) mustSchedule(t *testing.T, batchID string, at time.Time) {
 	t.Helper()
-	if err := ev.sched.Schedule(t.Context(), batchID, at); err != nil {
+	ev.mustScheduleKey(t, batchID, at, "")
+}
+
+func (ev *env) mustScheduleKey(t *testing.T, batchID string, at time.Time, key string) {
+	t.Helper()
+	if err := ev.sched.Schedule(t.Context(), batchID, at, key); err != nil {
 		t.Fatalf("Schedule(%q, %v) error = %v", batchID, at, err)
 	}
 }
@@ -191,6 +196,13 @@ func TestScheduleIsIdempotent(t *testing.T) {
 	if n := len(ev.emu.Tasks()); n != 3 {
 		t.Fatalf("after a new due time and a new batch: %d tasks, want 3", n)
 	}
+	// A wake-up of b1 at the same due time is another task; repeated, it
+	// is still one.
+	ev.mustScheduleKey(t, "b1", due, "lease-1")
+	ev.mustScheduleKey(t, "b1", due, "lease-1")
+	if n := len(ev.emu.Tasks()); n != 4 {
+		t.Fatalf("after a keyed wake-up of (b1, due), twice: %d tasks, want 4", n)
+	}
 	// After the task ran, the same (batch, due) is still a no-op.
 	ev.clk.Advance(time.Minute)
 	if _, err := ev.emu.RunDue(t.Context()); err != nil {
@@ -223,7 +235,7 @@ func TestScheduleRetries(t *testing.T) {
 			ev := mustEnv(t, "", "")
 			ev.emu.FailCreates(tt.failures, tt.code)
 			for i, want := range tt.want {
-				err := ev.sched.Schedule(t.Context(), "b", start)
+				err := ev.sched.Schedule(t.Context(), "b", start, "")
 				if got := status.Code(err); got != want {
 					t.Fatalf("Schedule() #%d = %v, want code %v", i+1, err, want)
 				}
@@ -240,7 +252,7 @@ func TestScheduleStopsWhenContextEnds(t *testing.T) {
 	ev.emu.FailCreates(3, codes.Unavailable)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := ev.sched.Schedule(ctx, "b", start); err == nil {
+	if err := ev.sched.Schedule(ctx, "b", start, ""); err == nil {
 		t.Fatal("Schedule(canceled ctx) = nil, want an error")
 	}
 	if n := len(ev.emu.Tasks()); n != 0 {

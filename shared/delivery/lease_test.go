@@ -1,0 +1,229 @@
+package delivery_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/delivery"
+	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/store/storetest"
+)
+
+// stepProvider answers each Send by calling the test's step, so a test can
+// act while a delivery is in flight: between the claim and the outcome.
+type stepProvider struct {
+	step func(ctx context.Context, t push.Target, m push.Message) push.Outcome
+}
+
+func (p *stepProvider) Send(ctx context.Context, t push.Target, m push.Message) push.Outcome {
+	return p.step(ctx, t, m)
+}
+
+// deliverEnv is an Admission and a Deliverer over one database and clock,
+// with a provider the test steers.
+type deliverEnv struct {
+	*env
+	prov *stepProvider
+	dl   *delivery.Deliverer
+}
+
+func mustDeliverEnv(t *testing.T, d storetest.Dialect) *deliverEnv {
+	t.Helper()
+	e := mustEnv(t, d)
+	prov := &stepProvider{step: func(context.Context, push.Target, push.Message) push.Outcome {
+		return push.Outcome{Kind: push.Sent}
+	}}
+	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: e.store, Clock: e.clock,
+		Counters:  obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil))),
+		Scheduler: e.sched, APNS: prov, FCM: prov})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &deliverEnv{env: e, prov: prov, dl: dl}
+}
+
+// deliver runs one delivery of batchID and fails the test on an error.
+func (e *deliverEnv) deliver(t *testing.T, batchID string) {
+	t.Helper()
+	if err := e.dl.Deliver(context.Background(), batchID); err != nil {
+		t.Fatalf("Deliver(%s): %v", batchID, err)
+	}
+}
+
+// queue sends n to reg and returns the batch it was put in (the last
+// handed to the scheduler).
+func (e *deliverEnv) queue(t *testing.T, reg string, n contract.Notification) string {
+	t.Helper()
+	e.mustSend(t, contract.StatusQueued, "hostA", n, reg)
+	calls := e.sched.take()
+	if len(calls) == 0 {
+		t.Fatalf("send of %s handed nothing to the scheduler", n.NotificationID)
+	}
+	return calls[len(calls)-1].BatchID
+}
+
+// TestStaleHolderRecordsNothing: a delivery whose lease ran out while its
+// provider call was slow, and was taken over by another delivery, records
+// nothing when its call returns, whatever the outcome: not sent, not a
+// retry, not a dead token, not an error. The batch stays with the new
+// holder, which records its own outcome.
+func TestStaleHolderRecordsNothing(t *testing.T) {
+	outcomes := []struct {
+		name string
+		out  push.Outcome
+	}{
+		{"sent", push.Outcome{Kind: push.Sent}},
+		{"retry", push.Outcome{Kind: push.Retry, Reason: "ServiceUnavailable"}},
+		{"terminal", push.Outcome{Kind: push.Terminal, Reason: "BadTopic"}},
+	}
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			for _, tt := range outcomes {
+				t.Run(tt.name, func(t *testing.T) {
+					e := mustDeliverEnv(t, d)
+					reg := e.device(t, "hostA", "phone")
+					id := e.queue(t, reg, alert("a", 1))
+					e.clock.Advance(contract.DefaultCoalesce)
+					var taken store.Batch
+					e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+						// The first call outlives its lease: a task
+						// retry claims the batch again, and that
+						// delivery fails and is retried before this
+						// call returns.
+						e.clock.Advance(contract.LeaseDuration + 1)
+						e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+							return push.Outcome{Kind: push.Retry, Reason: "second"}
+						}
+						e.deliver(t, id)
+						taken = e.batch(t, id)
+						if taken.State != store.BatchPending || taken.Attempts != 2 || taken.DueAt <= e.now() {
+							t.Fatalf("after the second delivery the batch is %+v, want pending for a retry", taken)
+						}
+						e.sched.take()
+						return tt.out
+					}
+					e.deliver(t, id)
+					if diff := cmp.Diff(taken, e.batch(t, id)); diff != "" {
+						t.Errorf("the stale holder changed the batch (-before +after):\n%s", diff)
+					}
+					if got := e.sched.take(); len(got) != 0 {
+						t.Errorf("the stale holder scheduled %v, want nothing", got)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestEndWakesHeldBack: a batch that fell due while another batch of its
+// registration was in flight is handed to the scheduler the moment that
+// delivery ends, whether it was sent, failed for good, or goes back for a
+// retry; keyed by the lease that held it back, so that the wake-up is not
+// taken for the batch's own task of the same millisecond. Without a delivery
+// in flight nothing is woken.
+func TestEndWakesHeldBack(t *testing.T) {
+	outcomes := []struct {
+		name string
+		out  push.Outcome
+	}{
+		{"sent", push.Outcome{Kind: push.Sent}},
+		{"retry", push.Outcome{Kind: push.Retry, Reason: "ServiceUnavailable"}},
+		{"terminal", push.Outcome{Kind: push.Terminal, Reason: "BadTopic"}},
+		{"dead", push.Outcome{Kind: push.Dead, Reason: "Unregistered"}},
+	}
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			for _, tt := range outcomes {
+				t.Run(tt.name, func(t *testing.T) {
+					e := mustDeliverEnv(t, d)
+					reg := e.device(t, "hostA", "phone")
+					first := e.queue(t, reg, alert("a", 1))
+					e.clock.Advance(contract.DefaultCoalesce)
+					var held string
+					var token string
+					e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+						token = e.batch(t, first).LeaseToken
+						// While the alert is in flight, a dismissal of
+						// another notification falls due; its task
+						// finds the registration busy.
+						held = e.queue(t, reg, dismissal("other", 2))
+						e.deliver(t, held)
+						if b := e.batch(t, held); b.State != store.BatchPending || b.Attempts != 0 {
+							t.Fatalf("held-back batch = %+v, want pending, never attempted", b)
+						}
+						if got := e.sched.take(); len(got) != 1 || got[0].At != e.now()+contract.LeaseDuration.Milliseconds() {
+							t.Fatalf("held back, it looks again at %v, want when the lease ends", got)
+						}
+						return tt.out
+					}
+					e.deliver(t, first)
+					var woken []call
+					for _, c := range e.sched.take() {
+						if c.BatchID == held {
+							woken = append(woken, c)
+						}
+					}
+					wake := []call{{BatchID: held, At: e.now(), Key: token}}
+					if diff := cmp.Diff(wake, woken); diff != "" {
+						t.Fatalf("wake-ups (-want +got):\n%s", diff)
+					}
+					e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+						return push.Outcome{Kind: push.Sent}
+					}
+					e.deliver(t, held)
+					want := store.BatchSent
+					if tt.out.Kind == push.Dead {
+						want = store.BatchDead // its registration is gone
+					}
+					if b := e.batch(t, held); b.State != want {
+						t.Fatalf("woken batch = %s, want %s", b.State, want)
+					}
+					// Its end finds nothing else waiting.
+					if got := e.sched.take(); len(got) != 0 {
+						t.Fatalf("after the last delivery the scheduler got %v, want nothing", got)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestClaimAtTheDeadline: a batch is delivered up to the millisecond before
+// its deadline, and at its deadline it expires with no provider call
+// (reference-behaviour §6: eligible while expires_at > now).
+func TestClaimAtTheDeadline(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			for _, late := range []int64{0, 1} {
+				e := mustDeliverEnv(t, d)
+				reg := e.device(t, "hostA", "phone")
+				n := alert("a", 1)
+				n.ExpiresAt = e.now() + 1000
+				id := e.queue(t, reg, n)
+				e.clock.Set(time.UnixMilli(n.ExpiresAt - 1 + late))
+				calls := 0
+				e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+					calls++
+					return push.Outcome{Kind: push.Sent}
+				}
+				e.deliver(t, id)
+				want, wantCalls := store.BatchSent, 1
+				if late == 1 {
+					want, wantCalls = store.BatchExpired, 0
+				}
+				if b := e.batch(t, id); b.State != want || calls != wantCalls {
+					t.Errorf("claim at deadline%+d ms: batch %s after %d provider calls, want %s after %d",
+						late-1, b.State, calls, want, wantCalls)
+				}
+			}
+		})
+	}
+}
