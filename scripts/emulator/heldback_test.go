@@ -116,3 +116,36 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestHeldBackBatchesGoTogetherProcess is TestHeldBackBatchesGoTogether
+// against the emulator as a person runs it (its own process, the manual
+// clock, SQLite and PostgreSQL): one move past the window and one run of the
+// due tasks deliver all forty alerts.
+func TestHeldBackBatchesGoTogetherProcess(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, e *liveEmulator) {
+		reg := e.phone(t, "phone")
+		var ids []string
+		for i := range 40 {
+			id := fmt.Sprintf("a%02d", i)
+			if i == 10 || i == 25 {
+				id = longID(id)
+			}
+			n := alert(id, int64(1000+i))
+			n.Body = "build"
+			e.send(t, n, reg)
+			ids = append(ids, id)
+		}
+		controlCall(t, e.p.origin, "POST", "/_emulator/clock",
+			fmt.Sprintf(`{"advanceMs":%d}`, contract.DefaultCoalesce.Milliseconds()), nil)
+		controlCall(t, e.p.origin, "POST", "/_emulator/tasks/run-due", "", nil)
+		var got []string
+		for _, d := range processInbox(t, e.p.origin) {
+			if d.Status == 200 {
+				got = append(got, deliveredIDs(t, d)...)
+			}
+		}
+		if !sameSet(got, ids) {
+			t.Fatalf("after one run of the due tasks the stand-in accepted %d of the 40 alerts, want all", len(got))
+		}
+	}, "ORCA_PUSH_MANUAL_CLOCK=1")
+}

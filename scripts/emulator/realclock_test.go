@@ -32,11 +32,12 @@ type liveEmulator struct {
 }
 
 // forEachDatabase runs f against an emulator process on SQLite and on
-// PostgreSQL (a schema of its own), both on the real clock.
-func forEachDatabase(t *testing.T, f func(t *testing.T, e *liveEmulator)) {
+// PostgreSQL (a schema of its own), on the real clock unless env says
+// otherwise.
+func forEachDatabase(t *testing.T, f func(t *testing.T, e *liveEmulator), env ...string) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			var env []string
+			env := slices.Clone(env)
 			if url := d.Options(t).DatabaseURL; url != "" {
 				env = append(env, "ORCA_PUSH_DATABASE_URL="+url)
 			}
