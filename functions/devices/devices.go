@@ -70,7 +70,11 @@ func list(s *service.Service, w http.ResponseWriter, r *http.Request) error {
 }
 
 func remove(s *service.Service, w http.ResponseWriter, r *http.Request) error {
-	if err := s.Store.DeleteDevice(r.Context(), httpx.Host(r.Context()), r.PathValue("registrationId")); err != nil {
+	id, err := contract.DecodeRegistrationID(r.PathValue("registrationId"))
+	if err != nil {
+		return err
+	}
+	if err := s.Store.DeleteDevice(r.Context(), httpx.Host(r.Context()), id); err != nil {
 		return err
 	}
 	s.Counters.Inc(obs.DeviceDeleted)

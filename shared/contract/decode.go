@@ -9,6 +9,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf16"
 )
 
@@ -209,10 +211,25 @@ func UTF16Len(s string) int {
 	return n
 }
 
-// validOpaqueID reports whether s is an OpaqueId: 1..MaxOpaqueID code units.
+// validOpaqueID reports whether s is an OpaqueId: 1..MaxOpaqueID code units,
+// none of them a control character (C0, DEL or C1). The original schema let
+// control characters in, but PostgreSQL cannot store NUL in text (the
+// gateway answered 500 and logged an error, and SQLite stored it as is), and
+// no id an Orca desktop makes holds one, so both databases refuse them alike
+// (issue "Hardening" §3).
 func validOpaqueID(s string) bool {
 	n := UTF16Len(s)
-	return n >= 1 && n <= MaxOpaqueID
+	return n >= 1 && n <= MaxOpaqueID && !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// DecodeRegistrationID checks the registrationId of DELETE
+// /v1/devices/{registrationId}: an OpaqueId like every id the gateway hands
+// out. Anything else is ErrInvalidRequest.
+func DecodeRegistrationID(s string) (string, error) {
+	if !validOpaqueID(s) {
+		return "", invalid("registrationId is out of range")
+	}
+	return s, nil
 }
 
 // DecodeKey32 decodes canonical padded standard base64 of exactly KeyBytes

@@ -60,6 +60,8 @@ func TestDecodeSessionRequest(t *testing.T) {
 		{"valid", `{"v":1,"challengeId":"c","proofB64":"` + hostKey + `"}`, true},
 		{"empty id", `{"v":1,"challengeId":"","proofB64":"` + hostKey + `"}`, false},
 		{"long id", `{"v":1,"challengeId":"` + strings.Repeat("c", 129) + `","proofB64":"` + hostKey + `"}`, false},
+		{"nul in id", `{"v":1,"challengeId":"c\u0000","proofB64":"` + hostKey + `"}`, false},
+		{"DEL in id", `{"v":1,"challengeId":"c\u007f","proofB64":"` + hostKey + `"}`, false},
 		{"proof short", `{"v":1,"challengeId":"c","proofB64":"AAAA"}`, false},
 		{"proof missing", `{"v":1,"challengeId":"c"}`, false},
 	}

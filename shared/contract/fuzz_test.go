@@ -2,11 +2,18 @@ package contract_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/contract/contracttest"
 )
+
+// hasControl reports whether an id holds a control character, which no
+// accepted id may (PostgreSQL cannot store NUL in text; issue "Hardening"
+// §3).
+func hasControl(id string) bool { return strings.ContainsFunc(id, unicode.IsControl) }
 
 // FuzzDecodeRegisterRequest checks that the strict decoder never panics and
 // accepts only well-formed JSON objects whose fields pass the rules again.
@@ -21,6 +28,9 @@ func FuzzDecodeRegisterRequest(f *testing.F) {
 		}
 		if !json.Valid(body) {
 			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		if hasControl(r.DeviceID) {
+			t.Fatalf("accepted a control character in deviceId %q", r.DeviceID)
 		}
 		// Re-encode what was accepted and decode it again: same result.
 		again := map[string]any{"v": 1, "deviceId": r.DeviceID, "platform": r.Platform, "token": r.Token}
@@ -54,6 +64,11 @@ func FuzzDecodeSendRequest(f *testing.F) {
 		}
 		if len(req.RegistrationIDs) == 0 || len(req.RegistrationIDs) > contract.MaxRegistrationIDs {
 			t.Fatalf("accepted %d registration ids", len(req.RegistrationIDs))
+		}
+		for _, id := range append([]string{req.Notification.Epoch}, req.RegistrationIDs...) {
+			if hasControl(id) {
+				t.Fatalf("accepted a control character in an id: %q", id)
+			}
 		}
 		stored, _ := req.Notification.MarshalJSON()
 		if len(stored) > contract.MaxNotificationBytes {

@@ -48,3 +48,26 @@ func (s *Store) BatchStates(ctx context.Context) (map[BatchState]int64, error) {
 	}
 	return out, nil
 }
+
+// RegistrationBatches returns the batches of a registration, oldest first.
+// Tests use it to read what admission stored.
+func (s *Store) RegistrationBatches(ctx context.Context, registrationID string) ([]Batch, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT batch_id FROM push_delivery_batches
+		WHERE registration_id = $1 ORDER BY created_at, batch_id`, registrationID)
+	if err != nil {
+		return nil, fmt.Errorf("registration batches: %w", err)
+	}
+	ids, err := scanIDs(sqlRows{rows})
+	if err != nil {
+		return nil, fmt.Errorf("registration batches: %w", err)
+	}
+	out := make([]Batch, 0, len(ids))
+	for _, id := range ids {
+		b, err := s.Batch(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
