@@ -3,6 +3,7 @@ package routes_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/hostclient"
+	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/store/storetest"
 )
 
@@ -281,4 +283,30 @@ func decodeChallenge(t testing.TB, body string) contract.ChallengeResponse {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestWeakHostKeyRefused: a challenge for the all-zero key (or another
+// low-order point, whose shared secret everyone knows) is 400
+// invalid_request, writes no row and counts as rejected.
+func TestWeakHostKeyRefused(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			g := mustGateway(t, d)
+			one := make([]byte, 32)
+			one[0] = 1
+			for _, key := range [][]byte{make([]byte, 32), append(make([]byte, 31), 0x80), one} {
+				before := g.rowCounts(t)
+				g.svc.Counters.Consume()
+				body := `{"v":1,"hostPublicKeyB64":"` + base64.StdEncoding.EncodeToString(key) + `"}`
+				status, got := g.do(t, "POST", "/v1/host/challenge", body, g.freshIP())
+				if status != http.StatusBadRequest || got != `{"error":"invalid_request"}` {
+					t.Errorf("challenge for %x = %d %s, want 400 invalid_request", key, status, got)
+				}
+				g.mustUnchanged(t, before)
+				if n := g.svc.Counters.Consume()[obs.ChallengeRejected]; n != 1 {
+					t.Errorf("challenge_rejected = %d, want 1", n)
+				}
+			}
+		})
+	}
 }

@@ -62,7 +62,7 @@ type Challenge struct {
 // and calls [BuildChallenge]. origin is the gateway's public URL, challengeID
 // a fresh opaque id, and issuedAt the current time in Unix milliseconds; the
 // challenge expires contract.ChallengeTTL later. It returns ErrKeySize when
-// hostPub is not 32 bytes.
+// hostPub is not 32 bytes and ErrWeakKey when it is a low-order point.
 func NewChallenge(rand io.Reader, origin string, hostPub []byte, challengeID string, issuedAt int64) (Challenge, error) {
 	var s Seed
 	for _, b := range [][]byte{s.EphemeralSecretKey[:], s.Nonce[:], s.Secret[:]} {
@@ -104,6 +104,11 @@ func BuildChallenge(s Seed, origin string, hostPub []byte, challengeID string, i
 func seal(s Seed, t Transcript, hostPub []byte) (Challenge, error) {
 	if len(hostPub) != contract.KeyBytes {
 		return Challenge{}, ErrKeySize
+	}
+	// box.Seal does not check the point it is given; X25519 does, and
+	// fails when the shared secret is all zeros.
+	if _, err := curve25519.X25519(s.EphemeralSecretKey[:], hostPub); err != nil {
+		return Challenge{}, ErrWeakKey
 	}
 	transcript, err := t.Encode()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"io"
 	"testing"
@@ -193,5 +194,48 @@ func TestSealForTest(t *testing.T) {
 	}
 	if _, err := hostauth.SealForTest(s, tr, kp.PublicKey()[:16]); !errors.Is(err, hostauth.ErrKeySize) {
 		t.Errorf("SealForTest(16-byte key) error = %v, want %v", err, hostauth.ErrKeySize)
+	}
+}
+
+// lowOrderKeys are X25519 public keys whose shared secret with any secret
+// key is zero: the points of order 1, 2, 4 and 8 and their non-canonical
+// encodings (p, p+1, p−1 and the top bit set, which X25519 ignores), as
+// libsodium's blocklist lists them.
+var lowOrderKeys = []string{
+	"0000000000000000000000000000000000000000000000000000000000000000",
+	"0100000000000000000000000000000000000000000000000000000000000000",
+	"e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800",
+	"5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157",
+	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+	"0000000000000000000000000000000000000000000000000000000000000080",
+	"e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b880",
+}
+
+// decodedLowOrderKeys returns lowOrderKeys as bytes.
+func decodedLowOrderKeys(t testing.TB) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, h := range lowOrderKeys {
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestWeakHostKeys: a challenge is never sealed to a low-order public key,
+// whose shared secret everyone knows; a real key passes.
+func TestWeakHostKeys(t *testing.T) {
+	for i, key := range decodedLowOrderKeys(t) {
+		if _, err := hostauth.NewChallenge(rand.Reader, testOrigin, key, testID, testNow); !errors.Is(err, hostauth.ErrWeakKey) {
+			t.Errorf("NewChallenge(low-order key %s) = %v, want ErrWeakKey", lowOrderKeys[i], err)
+		}
+	}
+	if _, err := hostauth.NewChallenge(rand.Reader, testOrigin, mustKeypair(t).PublicKey(), testID, testNow); err != nil {
+		t.Errorf("NewChallenge(real key) = %v", err)
 	}
 }

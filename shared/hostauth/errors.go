@@ -9,6 +9,12 @@ var (
 	// [BuildChallenge] when a public key is not 32 bytes or a nonce not 24.
 	ErrKeySize = errors.New("hostauth: key or nonce has the wrong size")
 
+	// ErrWeakKey is returned by [NewChallenge] and [BuildChallenge] when the
+	// host public key is a low-order point (the all-zero key among them):
+	// its shared secret with any gateway key is zero, known to everyone, so
+	// the sealed challenge secret would not be secret.
+	ErrWeakKey = errors.New("hostauth: host public key is a low-order point")
+
 	// ErrTranscript is returned by [ParseTranscript] when the bytes are not
 	// exactly the ten fields in order with the right sizes, and by
 	// [Transcript.Encode] when a time is outside 0..MaxSafeInteger or a string

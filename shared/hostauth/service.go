@@ -47,10 +47,16 @@ func NewService(o Options) (*Service, error) {
 
 // IssueChallenge issues a challenge for the host key and stores only a hash
 // of the expected proof. It writes no push_hosts row: the route is
-// unauthenticated, so a host row would be a free permanent write.
+// unauthenticated, so a host row would be a free permanent write. A
+// low-order host key is contract.ErrInvalidRequest, counted as a rejected
+// challenge.
 func (s *Service) IssueChallenge(ctx context.Context, hostPub []byte) (contract.ChallengeResponse, error) {
 	now := s.clock.Now().UnixMilli()
 	c, err := NewChallenge(s.rand, s.origin, hostPub, uuid.NewString(), now)
+	if errors.Is(err, ErrWeakKey) {
+		s.counters.Inc(obs.ChallengeRejected)
+		return contract.ChallengeResponse{}, fmt.Errorf("issue challenge: %w: %w", contract.ErrInvalidRequest, err)
+	}
 	if err != nil {
 		return contract.ChallengeResponse{}, fmt.Errorf("issue challenge: %w", err)
 	}
