@@ -137,26 +137,39 @@ func or(s, def string) string {
 // Terminal apns_not_configured without a key, and Terminal expired, with no
 // request, when m's deadline has passed. The request is bounded by
 // contract.ProviderTimeout.
+//
+// When APNs answers 403 ExpiredProviderToken (the token's iat is over an
+// hour old by Apple's clock, which a clock set back can cause), Send signs a
+// new token and makes the request once more: the notification was refused
+// for the gateway's credentials, not for anything in it, and a retry task
+// would only wait in vain.
 func (c *Client) Send(ctx context.Context, t push.Target, m push.Message) push.Outcome {
 	if !c.configured {
 		return push.Outcome{Kind: push.Terminal, Reason: ReasonNotConfigured}
 	}
+	o, bearer := c.send(ctx, t, m)
+	if o.Reason == apns2.ReasonExpiredProviderToken {
+		c.signer.expire(bearer)
+		o, _ = c.send(ctx, t, m)
+	}
+	return o
+}
+
+// send makes one request with the current provider token and returns the
+// outcome and the token it used.
+func (c *Client) send(ctx context.Context, t push.Target, m push.Message) (push.Outcome, string) {
 	if m.Deadline <= clock.Millis(c.clock) {
-		return push.Outcome{Kind: push.Terminal, Reason: push.ReasonExpired}
+		return push.Outcome{Kind: push.Terminal, Reason: push.ReasonExpired}, ""
 	}
 	bearer, err := c.signer.bearer()
 	if err != nil {
-		return push.Outcome{Kind: push.Retry, Reason: ReasonToken}
+		return push.Outcome{Kind: push.Retry, Reason: ReasonToken}, ""
 	}
 	ex := &exchange{bearer: bearer}
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, ex), contract.ProviderTimeout)
 	defer cancel()
 	res, err := c.client(t.APNSEnvironment).PushWithContext(ctx, notification(t.Token, c.topic, m))
-	o := c.outcome(res, err, ex)
-	if o.Reason == apns2.ReasonExpiredProviderToken {
-		c.signer.expire()
-	}
-	return o
+	return c.outcome(res, err, ex), bearer
 }
 
 // client returns the environment's client; a missing environment is

@@ -47,10 +47,15 @@ func (s *signer) bearer() (string, error) {
 	return s.tok.Bearer, nil
 }
 
-// expire makes the next bearer call re-sign: APNs said the token expired
-// (ExpiredProviderToken), which a clock that was set back can cause.
-func (s *signer) expire() {
+// expire makes the next bearer call re-sign, when APNs said that the token
+// stale expired (ExpiredProviderToken) and it is still the current one:
+// concurrent sends refused with one token re-sign it once, not once each
+// (APNs answers TooManyProviderTokenUpdates to more than one update in 20
+// minutes).
+func (s *signer) expire(stale string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.issued = time.Time{}
+	if s.tok.Bearer == stale {
+		s.issued = time.Time{}
+	}
 }

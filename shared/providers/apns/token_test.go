@@ -2,11 +2,13 @@ package apns_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/providers/apns"
+	"onorca.dev/push/shared/providers/standin"
 	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/push/pushtest"
 )
@@ -98,4 +100,61 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// TestExpiredProviderTokenResigned: APNs' 403 ExpiredProviderToken is
+// answered by signing a new token and sending once more, so the
+// notification goes out in the same delivery; the new token is then reused.
+// Sends refused concurrently with one token re-sign it once.
+func TestExpiredProviderTokenResigned(t *testing.T) {
+	clk, st, c := setup(t)
+	m := pushtest.Cases()[0].Message()
+	m.Deadline = clk.Now().Add(time.Hour).UnixMilli()
+	target := push.Target{Platform: contract.PlatformIOS, Token: token}
+	if err := st.AddFault(standin.Fault{Provider: standin.APNS, Token: token, Status: 403,
+		Reason: "ExpiredProviderToken", Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.Send(context.Background(), target, m); o.Kind != push.Sent {
+		t.Fatalf("Send after ExpiredProviderToken = %+v, want sent on the second request", o)
+	}
+	in := st.Inbox()
+	if len(in) != 2 || in[0].Status != 403 || in[1].Status != 200 ||
+		in[0].Headers["authorization"] == in[1].Headers["authorization"] {
+		t.Fatalf("inbox = %d requests, want a 403 then a 200 with a new token", len(in))
+	}
+	renewed := in[1].Headers["authorization"]
+	st.ClearInbox()
+	// Twice refused: the second answer stands, and no third request.
+	if err := st.AddFault(standin.Fault{Provider: standin.APNS, Token: token, Status: 403,
+		Reason: "ExpiredProviderToken", Times: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.Send(context.Background(), target, m); o.Kind != push.Terminal || o.Reason != "ExpiredProviderToken" {
+		t.Fatalf("Send refused twice = %+v, want terminal ExpiredProviderToken", o)
+	}
+	if in := st.Inbox(); len(in) != 2 || in[0].Headers["authorization"] != renewed {
+		t.Fatalf("inbox = %d requests, want 2, the first with the token signed before", len(in))
+	}
+	// Many sends refused with one token sign one new token between them.
+	st.ClearInbox()
+	if err := st.AddFault(standin.Fault{Provider: standin.APNS, Token: "*", Status: 403,
+		Reason: "ExpiredProviderToken", Times: 8}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { c.Send(context.Background(), target, m) })
+	}
+	wg.Wait()
+	tokens := map[string]bool{}
+	for _, d := range st.Inbox() {
+		tokens[d.Headers["authorization"]] = true
+	}
+	// Each refused token is re-signed once: the first one, and at most a
+	// couple more when a send that started after a re-sign is refused too.
+	// Re-signing per refusal makes nine.
+	if len(tokens) > 4 {
+		t.Errorf("8 concurrent refusals made %d distinct tokens, want each refused token re-signed once", len(tokens))
+	}
 }
