@@ -83,6 +83,12 @@ func (g *gateway) mustHost(t testing.TB) *hostclient.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g.mustHostOf(t, kp)
+}
+
+// mustHostOf returns a signed-out host client of kp.
+func (g *gateway) mustHostOf(t testing.TB, kp hostclient.Keypair) *hostclient.Client {
+	t.Helper()
 	c, err := hostclient.New(hostclient.Options{BaseURL: g.srv.URL, Keypair: kp, HTTPClient: g.srv.Client(), Clock: g.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +98,13 @@ func (g *gateway) mustHost(t testing.TB) *hostclient.Client {
 
 // do sends a raw request and returns the status and body.
 func (g *gateway) do(t testing.TB, method, path, body string, header http.Header) (int, string) {
+	t.Helper()
+	status, b, _ := g.doHeader(t, method, path, body, header, "")
+	return status, b
+}
+
+// doHeader is do that also returns the answer's header name.
+func (g *gateway) doHeader(t testing.TB, method, path, body string, header http.Header, name string) (int, string, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, g.srv.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -106,7 +119,7 @@ func (g *gateway) do(t testing.TB, method, path, body string, header http.Header
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, strings.TrimSpace(string(b))
+	return resp.StatusCode, strings.TrimSpace(string(b)), resp.Header.Get(name)
 }
 
 // rowCounts returns every table's row count.

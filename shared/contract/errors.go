@@ -31,6 +31,6 @@ var (
 	ErrRateLimited           = &Error{Status: http.StatusTooManyRequests, Code: "rate_limited"}
 	ErrInternal              = &Error{Status: http.StatusInternalServerError, Code: "internal"}
 	ErrBusy                  = &Error{Status: http.StatusServiceUnavailable, Code: "busy", RetryAfter: BusyRetryAfterSeconds}
-	ErrDependencyUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "dependency_unavailable"}
+	ErrDependencyUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "dependency_unavailable", RetryAfter: UnavailableRetryAfterSeconds}
 	ErrShuttingDown          = &Error{Status: http.StatusServiceUnavailable, Code: "shutting_down"}
 )

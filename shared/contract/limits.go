@@ -27,6 +27,10 @@ const (
 	AuthLookupsWaiting = 32
 	// BusyRetryAfterSeconds is the Retry-After sent with 503 busy.
 	BusyRetryAfterSeconds = 1
+	// UnavailableRetryAfterSeconds is the Retry-After sent with 503
+	// dependency_unavailable: a database that refuses connections is
+	// restarting or failing over, which takes seconds, not one.
+	UnavailableRetryAfterSeconds = 5
 	// MaxTrustedProxyHops bounds ORCA_PUSH_TRUSTED_PROXY_HOPS (§9).
 	MaxTrustedProxyHops = 8
 )

@@ -12,6 +12,7 @@ import (
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/store"
 )
 
 // HandlerFunc is a route that returns its failure instead of writing it. A
@@ -47,10 +48,18 @@ type errorWriter struct {
 }
 
 // writeError answers r with err. Only the error's type is ever logged: its
-// text may hold SQL or a provider's words. A request whose client went away
-// failed because of that: it is counted as canceled, not logged as a
-// failure.
+// text may hold SQL or a provider's words. A database that cannot serve now
+// is 503 with Retry-After, counted, not logged: the client tries again. A
+// request whose client went away failed because of that: it is counted as
+// canceled, not logged as a failure.
 func (ew *errorWriter) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = store.Classify(err)
+	switch {
+	case errors.Is(err, store.ErrBusy):
+		ew.counters.Inc(obs.DatabaseBusy)
+	case errors.Is(err, store.ErrUnavailable):
+		ew.counters.Inc(obs.DatabaseUnavailable)
+	}
 	var ce *contract.Error
 	if errors.As(err, &ce) {
 		writeContractError(w, ce)

@@ -42,6 +42,11 @@ const (
 	DeliveryExpired   = "delivery_expired"
 	ScheduleFailed    = "schedule_failed"
 	SweepRescheduled  = "sweep_rescheduled"
+	// DatabaseBusy and DatabaseUnavailable count requests answered 503
+	// because the database could not serve them in time or could not be
+	// reached.
+	DatabaseBusy        = "database_busy"
+	DatabaseUnavailable = "database_unavailable"
 )
 
 // Counters is a set of named aggregate counters, safe for concurrent use.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"cloud.google.com/go/cloudsqlconn"
@@ -24,7 +25,7 @@ type postgresDialect struct {
 // hold a request hostage, and an abandoned transaction is cut off.
 var postgresRuntimeParams = map[string]string{
 	"statement_timeout":                   "5000",
-	"lock_timeout":                        "2000",
+	"lock_timeout":                        strconv.FormatInt(lockWait.Milliseconds(), 10),
 	"idle_in_transaction_session_timeout": "5000",
 }
 
@@ -121,15 +122,17 @@ func (d postgresDialect) transact(ctx context.Context, on lockOn, fn func(*Tx) e
 	return p.commit(ctx)
 }
 
-// retryable matches SQLSTATE 40001 (serialization failure), 40P01
-// (deadlock) and 55P03 (lock not available), by code, never by text.
+// retryable matches SQLSTATE 40001 (serialization failure) and 40P01
+// (deadlock), by code, never by text. A lock wait that ran out (55P03) is not
+// retried: the lock was held for lockWait already, and a second wait would
+// hold the request three times as long before [Classify] answers busy.
 func (postgresDialect) retryable(err error) bool {
 	var e *pgconn.PgError
 	if !errors.As(err, &e) {
 		return false
 	}
 	switch e.Code {
-	case "40001", "40P01", "55P03":
+	case "40001", "40P01":
 		return true
 	}
 	return false

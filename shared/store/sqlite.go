@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -45,11 +46,18 @@ func openSQLite(dir string) (*Store, error) {
 func (sqliteDialect) name() string { return "sqlite" }
 
 // transact needs no host lock: every transaction begins IMMEDIATE, which
-// already serialises writers.
+// already serialises writers. A writer waits for its turn at most lockWait,
+// as a PostgreSQL transaction waits for its host lock, then fails busy.
 func (d sqliteDialect) transact(ctx context.Context, _ lockOn, fn func(*Tx) error) (err error) {
+	// A real-time wait bounds a wait for another writer; no decision
+	// depends on it.
+	wait := time.NewTimer(lockWait)
+	defer wait.Stop()
 	select {
 	case d.writers <- struct{}{}:
 		defer func() { <-d.writers }()
+	case <-wait.C:
+		return fmt.Errorf("begin: %w", ErrBusy)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -3,6 +3,7 @@ package pushtest
 import (
 	"math/rand/v2"
 	"strings"
+	"unicode"
 
 	"onorca.dev/push/shared/contract"
 )
@@ -35,7 +36,7 @@ func RandomNotification(r *rand.Rand, plain bool, scale int) contract.Notificati
 	}
 	n := contract.Notification{
 		Seq:        seq,
-		Epoch:      randText(r, 1+upTo(contract.MaxOpaqueID-1), plain),
+		Epoch:      randOpaque(r, 1+upTo(contract.MaxOpaqueID-1), plain),
 		Source:     []contract.Source{contract.SourceAgentTaskComplete, contract.SourceTerminalBell, contract.SourcePlugin}[r.IntN(3)],
 		AgentState: []contract.AgentState{"", contract.AgentNeedsInput, contract.AgentFinished}[r.IntN(3)],
 		Title:      randText(r, 1+upTo(contract.MaxTitle-1), plain),
@@ -88,6 +89,17 @@ func randText(r *rand.Rand, units int, plain bool) string {
 		n += w
 	}
 	return sb.String()
+}
+
+// randOpaque returns text of at most units UTF-16 code units with no
+// control character, as an OpaqueId must be.
+func randOpaque(r *rand.Rand, units int, plain bool) string {
+	return strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) {
+			return 'x'
+		}
+		return c
+	}, randText(r, units, plain))
 }
 
 // randID returns a printable ASCII id of length n.

@@ -27,6 +27,20 @@ type RoundTrips struct {
 	// server gets the round trip first (only its answer is lost).
 	cut       atomic.Int64
 	delivered atomic.Bool
+	// down makes the proxy refuse connections; p closes the open ones.
+	down atomic.Bool
+	p    *proxy
+}
+
+// SetDown makes the database unreachable (true): every open connection
+// through the proxy is dropped and every new one is closed before the server
+// sees it, as a server that is restarting refuses them. SetDown(false)
+// lets connections through again.
+func (r *RoundTrips) SetDown(down bool) {
+	r.down.Store(down)
+	if down {
+		r.p.closeConns()
+	}
 }
 
 // Load returns the round trips counted so far.
@@ -57,6 +71,7 @@ func CountingPostgres(t testing.TB) (store.Options, *RoundTrips) {
 	}
 	rt := &RoundTrips{}
 	p := &proxy{ln: ln, target: u.Host, rt: rt}
+	rt.p = p
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(p.close)
@@ -82,6 +97,10 @@ func (p *proxy) serve() {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if p.rt.down.Load() {
+			c.Close()
+			continue
 		}
 		s, err := net.Dial("tcp", p.target)
 		if err != nil {
@@ -177,10 +196,16 @@ func forward(s io.Writer, c io.Reader, head []byte, n int) error {
 
 func (p *proxy) close() {
 	p.ln.Close()
+	p.closeConns()
+	p.wg.Wait()
+}
+
+// closeConns drops every connection made so far.
+func (p *proxy) closeConns() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, c := range p.conns {
 		c.Close()
 	}
-	p.mu.Unlock()
-	p.wg.Wait()
+	p.conns = nil
 }
