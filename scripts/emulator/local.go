@@ -59,7 +59,9 @@ func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Co
 		}
 	}()
 	var err error
-	l.tasks, err = taskemu.New(ctx, taskemu.Options{
+	// The dispatcher outlives ctx: the process pauses and drains it when
+	// it shuts down, so that a delivery in flight finishes (run).
+	l.tasks, err = taskemu.New(context.WithoutCancel(ctx), taskemu.Options{
 		Clock: clk, Manual: manual,
 		HTTPClient: &http.Client{Timeout: contract.ProviderTimeout + 20*time.Second},
 	})

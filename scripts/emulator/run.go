@@ -76,11 +76,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	case <-ctx.Done():
 	}
-	// Drain as a deployed function does: refuse new requests, let running
-	// ones finish.
-	sctx, scancel := context.WithTimeout(context.Background(), 9*time.Second)
+	// Shut down as a deployed function does: dispatch nothing more, refuse
+	// new requests, let running ones finish (a delivery still waiting for
+	// its provider near the end records a retry), then stop serving.
+	em.local.tasks.Pause()
+	sctx, scancel := context.WithTimeout(context.Background(), service.ShutdownGrace)
 	defer scancel()
-	svc.Edge.Drain(sctx)
+	svc.Shutdown(sctx)
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -39,7 +39,16 @@ type Deliverer struct {
 	counters  *obs.Counters
 	scheduler Scheduler
 	apns, fcm Provider
+	// halted ends when Halt is called; halt calls it.
+	halted context.Context
+	halt   context.CancelFunc
 }
+
+// recordTimeout bounds the statements that record a delivery's outcome. They
+// run even when the request that started the delivery was cancelled (a
+// shutdown, a dispatch deadline): a provider call that was made must be
+// recorded, or its lease stays held until it runs out.
+const recordTimeout = 5 * time.Second
 
 // NewDeliverer returns a Deliverer, or ErrBadOptions when a dependency is
 // missing.
@@ -47,8 +56,18 @@ func NewDeliverer(o DelivererOptions) (*Deliverer, error) {
 	if o.Store == nil || o.Clock == nil || o.Counters == nil || o.Scheduler == nil || o.APNS == nil || o.FCM == nil {
 		return nil, fmt.Errorf("%w: Store, Clock, Counters, Scheduler, APNS and FCM are required", ErrBadOptions)
 	}
-	return &Deliverer{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler, apns: o.APNS, fcm: o.FCM}, nil
+	d := &Deliverer{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler, apns: o.APNS, fcm: o.FCM}
+	d.halted, d.halt = context.WithCancel(context.Background())
+	return d, nil
 }
+
+// Halt cuts short the provider calls in flight, for a process that must
+// exit: each ends as a retryable failure, which its delivery records (the
+// lease is released and the batch retried later), instead of dying with the
+// process and leaving its lease held. Deliveries that start afterwards fail
+// their provider call at once the same way; the caller has stopped taking
+// requests first.
+func (d *Deliverer) Halt() { d.halt() }
 
 // registrationUnavailable is the reason a batch ends without a provider call
 // when its registration was deleted or marked dead (reference-behaviour §6).
@@ -87,7 +106,11 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 	if dev.Platform == contract.PlatformIOS {
 		provider = d.apns
 	}
-	out := provider.Send(ctx, target, msg)
+	out := d.send(ctx, provider, target, msg)
+	// What the provider answered is recorded whatever became of the
+	// request meanwhile.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	switch out.Kind {
 	case push.Sent:
 		d.counters.Inc(obs.DeliverySent)
@@ -108,6 +131,15 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 		}
 		return d.finish(ctx, c, store.BatchError, out.Reason)
 	}
+}
+
+// send makes the provider call, cut short by Halt.
+func (d *Deliverer) send(ctx context.Context, p Provider, t push.Target, m push.Message) push.Outcome {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(d.halted, cancel)
+	defer stop()
+	return p.Send(ctx, t, m)
 }
 
 // claim leases the batch when it is due, pending, unexpired and its

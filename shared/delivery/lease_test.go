@@ -227,3 +227,45 @@ func TestClaimAtTheDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestOutcomeRecordedAfterCancel: a request that ends while its provider call
+// is in flight (a dispatch deadline, a client gone, a shutdown) still records
+// the outcome the provider gave, so its lease is not left held; and Halt cuts
+// a provider call short into a retry that is recorded the same way.
+func TestOutcomeRecordedAfterCancel(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := mustDeliverEnv(t, d)
+			reg := e.device(t, "hostA", "phone")
+			id := e.queue(t, reg, alert("a", 1))
+			e.clock.Advance(contract.DefaultCoalesce)
+			ctx, cancel := context.WithCancel(context.Background())
+			e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+				cancel() // the request is gone; the provider accepted it
+				return push.Outcome{Kind: push.Sent}
+			}
+			if err := e.dl.Deliver(ctx, id); err != nil {
+				t.Fatalf("Deliver = %v", err)
+			}
+			if b := e.batch(t, id); b.State != store.BatchSent {
+				t.Fatalf("batch = %s, want sent", b.State)
+			}
+
+			id = e.queue(t, reg, alert("b", 2))
+			e.clock.Advance(contract.DefaultCoalesce)
+			e.prov.step = func(ctx context.Context, _ push.Target, _ push.Message) push.Outcome {
+				e.dl.Halt()
+				select {
+				case <-ctx.Done(): // a provider that would not answer
+					return push.Outcome{Kind: push.Retry, Reason: "transport"}
+				case <-time.After(contract.ProviderTimeout): // Halt did not reach the call
+					return push.Outcome{Kind: push.Sent}
+				}
+			}
+			e.deliver(t, id)
+			if b := e.batch(t, id); b.State != store.BatchPending || b.LeaseToken != "" || b.DueAt <= e.now() {
+				t.Fatalf("halted batch = %+v, want pending for a retry with no lease", b)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/config"
@@ -118,3 +119,27 @@ func New(o Options) (*Service, error) {
 
 // Close releases the store.
 func (s *Service) Close() error { return s.Store.Close() }
+
+// haltMargin is the part of a shutdown's time kept for deliveries whose
+// provider calls were cut short to record their outcome.
+const haltMargin = 2 * time.Second
+
+// Shutdown stops taking requests (new ones answer 503 shutting_down, so
+// Cloud Tasks retries a delivery elsewhere) and waits for the running ones
+// until ctx ends. A delivery still waiting for its provider haltMargin before
+// ctx's deadline is cut short and records a retry, releasing its lease, so
+// nothing is left held when the process exits. It returns ctx's error when
+// requests were still running at the end.
+func (s *Service) Shutdown(ctx context.Context) error {
+	wait := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(ctx, deadline.Add(-haltMargin))
+		defer cancel()
+	}
+	if err := s.Edge.Drain(wait); err == nil {
+		return nil
+	}
+	s.Deliverer.Halt()
+	return s.Edge.Drain(ctx)
+}

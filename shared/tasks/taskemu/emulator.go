@@ -91,6 +91,7 @@ type Emulator struct {
 	seq      uint64 // last generated task ID
 	srv      *grpc.Server
 	closed   bool
+	paused   bool // no attempt starts: see Pause
 }
 
 // New returns an emulator with no tasks. Unless opts.Manual is set it starts
@@ -170,6 +171,16 @@ func (e *Emulator) Close() {
 	e.cancel()
 	<-e.loopDone
 	e.wg.Wait()
+}
+
+// Pause stops dispatching for good: no attempt starts any more, while the
+// attempts in flight go on and tasks can still be created. A process that is
+// shutting down calls it before it drains, so that a task falling due
+// meanwhile is not sent into a server that refuses it.
+func (e *Emulator) Pause() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.paused = true
 }
 
 // FailCreates makes the next n CreateTask calls fail with code before they

@@ -57,10 +57,11 @@ type claim struct {
 }
 
 // claimDueLocked takes up to limit waiting tasks due at or before now off the
-// heap and starts an attempt for each. A closed emulator claims nothing.
+// heap and starts an attempt for each. A closed or paused emulator claims
+// nothing.
 func (e *Emulator) claimDueLocked(now time.Time, limit int) []claim {
 	var cs []claim
-	for len(cs) < limit && len(e.pending) > 0 && !e.closed && !e.pending[0].due.After(now) {
+	for len(cs) < limit && len(e.pending) > 0 && !e.closed && !e.paused && !e.pending[0].due.After(now) {
 		t := heap.Pop(&e.pending).(*task)
 		cs = append(cs, e.startLocked(t, now))
 	}
