@@ -193,7 +193,7 @@ func (e *OriginError) Unwrap() error {
 
 // exampleOrigin is the production origin, shown when no closer one can be
 // derived from a bad value.
-const exampleOrigin = "https://push.onorca.dev"
+const exampleOrigin = contract.DefaultGatewayURL
 
 // CheckOrigin returns an [*OriginError] unless s is a canonical origin with no
 // path: https, or http on localhost, 127.0.0.1 or ::1 (reference-behaviour
