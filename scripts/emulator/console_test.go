@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 )
 
 // skipBrowserVar allows the browser tests to skip when no Chromium is
@@ -100,6 +101,15 @@ func sendForm(kind, title, id, to string, sound bool, sent int) chromedp.Action[
 	)
 }
 
+// parsed is what the page's parse() reads of an inbox entry.
+type parsed struct {
+	Kind   string `json:"kind"`
+	Title  string `json:"title"`
+	Silent bool   `json:"silent"`
+	Sealed bool   `json:"sealed"`
+	ID     string `json:"id"`
+}
+
 // Banner predicates, evaluated in the page.
 const pageHelpers = `
 window.phone = (platform) => document.querySelector('.phone[data-platform="' + platform + '"]');
@@ -123,6 +133,20 @@ func TestConsole(t *testing.T) {
 		until(`location.pathname === "/_emulator/" && !document.querySelector("#clock-panel").hidden`),
 		chromedp.Evaluate[chromedp.Void](pageHelpers),
 	)
+	// How the page reads provider requests it cannot get from this gateway
+	// yet: sealed notifications (an FCM data-only message, an APNs alert with
+	// an e2e1: pane key) and an FCM dismissal.
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]parsed](`[
+		{provider: "fcm", status: 200, sealed: true, body: {message: {token: "t", data: {title: "New activity", message: "", sound: "", notificationId: "s1"}}}},
+		{provider: "apns", status: 200, path: "/3/device/t", headers: {}, body: {aps: {alert: {title: "Orca", body: "Open to read"}, sound: "default"}, orca: {paneKey: "e2e1:abc", notificationId: "s2"}}},
+		{provider: "fcm", status: 200, body: {message: {token: "t", data: {kind: "dismiss", notificationId: "s1"}}}},
+		{provider: "apns", status: 200, path: "/3/device/t", headers: {}, body: {aps: {"content-available": 1}, orca: {kind: "dismiss", notificationId: "s2"}}},
+	].map(parse).map((x) => ({kind: x.kind, title: x.title, silent: x.silent, sealed: x.sealed, id: x.id}))`))
+	want := []parsed{{"alert", "New activity", true, true, "s1"}, {"alert", "Orca", false, true, "s2"},
+		{"dismiss", "", false, false, "s1"}, {"dismiss", "", true, false, "s2"}}
+	if err != nil || !cmp.Equal(got, want) {
+		t.Fatalf("parse = %+v, %v; want %+v", got, err, want)
+	}
 	c.step("two-phones",
 		chromedp.Click(chromedp.ID("add-ios")),
 		until(`document.querySelectorAll('.phone[data-platform="ios"]').length === 1`),
