@@ -24,12 +24,15 @@ type control struct {
 	svc   *service.Service
 	clock *clock.Manual // nil with the real clock
 	local *local
+	demo  *demoHost
 	// mu guards lastSweep, the emulator time of the last sweep.
 	mu        sync.Mutex
 	lastSweep time.Time
 }
 
-func (c *control) mux() *http.ServeMux {
+// mux serves the public routes, the private functions and the control API;
+// every miss answers the contract's JSON error shape.
+func (c *control) mux() http.Handler {
 	mux := routes.Public(c.svc)
 	mux.Handle(deliverPath, deliver.Handler(c.svc))
 	mux.Handle(sweepPath, sweep.Handler(c.svc))
@@ -46,7 +49,11 @@ func (c *control) mux() *http.ServeMux {
 	})
 	mux.HandleFunc("POST /_emulator/faults", c.addFault)
 	mux.HandleFunc("DELETE /_emulator/faults", func(w http.ResponseWriter, r *http.Request) {
-		c.local.standins.ClearFaults()
+		if token := r.URL.Query().Get("token"); token != "" {
+			c.local.standins.ClearFaultsFor(token)
+		} else {
+			c.local.standins.ClearFaults()
+		}
 		httpx.WriteEmpty(w, http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /_emulator/tasks", func(w http.ResponseWriter, r *http.Request) {
@@ -55,8 +62,12 @@ func (c *control) mux() *http.ServeMux {
 		}{nonNil(c.local.tasks.Tasks())})
 	})
 	mux.HandleFunc("POST /_emulator/tasks/run-due", c.runDue)
-	mux.HandleFunc("GET /_emulator/{$}", demoPage)
-	return mux
+	mux.HandleFunc("POST /_emulator/demo/session", c.demoSession)
+	mux.HandleFunc("GET "+consolePath+"{$}", consolePage)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, consolePath, http.StatusFound)
+	})
+	return httpx.Misses(mux)
 }
 
 func nonNil[T any](s []T) []T {

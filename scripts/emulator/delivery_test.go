@@ -45,7 +45,7 @@ func startEmu(t *testing.T, d storetest.Dialect) *emu {
 	}
 	clk := clock.NewManual(time.UnixMilli(1_800_000_000_000))
 	ctx, cancel := context.WithCancel(context.Background())
-	em, err := newEmulator(ctx, cfg, clk, clk, origin, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	em, err := newEmulator(ctx, cfg, clk, clk, origin, slog.New(slog.NewJSONHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -38,23 +39,51 @@ var emulatorBinary = sync.OnceValues(func() (string, error) {
 type process struct {
 	cmd    *exec.Cmd
 	origin string
+	ready  string // the ready line
+	stderr *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writer and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	os.Stderr.Write(p)
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // startEmulator starts the built emulator as a separate process on a free
 // port with a data directory of its own, and waits for its ready line.
 func startEmulator(t testing.TB, env ...string) *process {
 	t.Helper()
+	return startEmulatorWith(t, []string{"-addr", "127.0.0.1:0"}, env...)
+}
+
+// startEmulatorWith is startEmulator with the given arguments.
+func startEmulatorWith(t testing.TB, args []string, env ...string) *process {
+	t.Helper()
 	bin, err := emulatorBinary()
 	if err != nil {
 		t.Fatalf("build emulator: %v", err)
 	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), append([]string{"ORCA_PUSH_DATA_DIR=" + t.TempDir()}, env...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +93,14 @@ func startEmulator(t testing.TB, env ...string) *process {
 	go func() {
 		for lines.Scan() {
 			if line := lines.Text(); strings.Contains(line, "ready on ") {
-				ready <- strings.Fields(strings.SplitN(line, "ready on ", 2)[1])[0]
+				ready <- line
 			}
 		}
 	}()
 	select {
-	case origin := <-ready:
-		return &process{cmd: cmd, origin: origin}
+	case line := <-ready:
+		origin := strings.Fields(strings.SplitN(line, "ready on ", 2)[1])[0]
+		return &process{cmd: cmd, origin: origin, ready: line, stderr: stderr}
 	case <-time.After(30 * time.Second): // a process boundary
 		t.Fatal("emulator printed no ready line")
 		return nil

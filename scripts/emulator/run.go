@@ -4,72 +4,75 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/config"
+	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/service"
 )
 
-// run parses args, starts the emulator and serves until ctx ends.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("emulator", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	manual := fs.Bool("manual-clock", false, "start with a frozen clock moved only by POST /_emulator/clock (or ORCA_PUSH_MANUAL_CLOCK=1)")
-	if err := fs.Parse(args); err != nil {
+// run parses args, starts the emulator and serves until ctx ends. For -h it
+// prints the help on stdout and returns flag.ErrHelp; bad flags are a
+// [usageError]. Structured logs (the counters) go to stdout with the ready
+// line; the reason of each refused request goes to stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stdout)
+	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", *addr)
+	addr, err := listenAddr(o.addr, getenv)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	defer lis.Close()
-	origin := "http://" + lis.Addr().String()
-	env := func(k string) string {
-		if k == "ORCA_PUSH_PUBLIC_URL" && getenv(k) == "" {
-			return origin
-		}
-		return getenv(k)
-	}
-	cfg, err := config.Load(env)
+	origin := localOrigin(lis.Addr())
+	cfg, err := config.Load(withPublicURL(getenv, origin))
 	if err != nil {
 		return err
 	}
 	var clk clock.Clock = clock.Real{}
 	var manualClock *clock.Manual
-	if *manual || cfg.ManualClock {
+	if o.manual || cfg.ManualClock {
 		// The manual clock starts at the real time and then only moves when
-		// told to.
+		// told to. Hosts on the real clock still sign in at any emulator
+		// time: the host command line reads GET /_emulator/clock when a
+		// challenge's times look wrong, and the console's demo host reads
+		// this clock itself.
 		manualClock = clock.NewManual(clock.Real{}.Now())
 		clk = manualClock
 	}
-	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewJSONHandler(stdout, nil)) // INFO: the counters, when one changed
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	em, err := newEmulator(ctx, cfg, clk, manualClock, origin, log)
+	em, err := newEmulator(ctx, cfg, clk, manualClock, origin, log, (&refusals{w: stderr}).print)
 	if err != nil {
 		return err
 	}
 	defer em.close()
 	svc := em.svc
-	mux := em.mux()
 
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: em.mux(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	go svc.Counters.Run(ctx, time.Minute)
 	if manualClock == nil {
 		go em.sweepEveryMinute(ctx)
 	}
-	fmt.Fprintf(stdout, "orca-push emulator ready on %s (%s, %s clock)\n", origin, svc.Store.Dialect(), clockName(manualClock))
+	fmt.Fprintf(stdout, "orca-push emulator ready on %s (%s, %s clock); console %s%s\n",
+		origin, svc.Store.Dialect(), clockName(manualClock), origin, consolePath)
 
 	select {
 	case err := <-errc:
@@ -89,11 +92,66 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
+// listenAddr returns -addr, or 127.0.0.1 on PORT (default 8080) when -addr
+// is not given.
+func listenAddr(addr string, getenv func(string) string) (string, error) {
+	if addr != "" {
+		return addr, nil
+	}
+	// The public URL is not known before listening; any valid one lets the
+	// configuration be read for PORT (and fail early on other variables).
+	cfg, err := config.Load(withPublicURL(getenv, contract.DefaultGatewayURL))
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)), nil
+}
+
+// localOrigin is the origin a local client reaches a listener at: its
+// address, with an unspecified host (":8080", "0.0.0.0:8080") read as
+// 127.0.0.1, so that it is a canonical origin the configuration accepts.
+func localOrigin(a net.Addr) string {
+	host, port, _ := net.SplitHostPort(a.String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// withPublicURL returns getenv with ORCA_PUSH_PUBLIC_URL defaulting to
+// origin.
+func withPublicURL(getenv func(string) string, origin string) func(string) string {
+	return func(k string) string {
+		if k == "ORCA_PUSH_PUBLIC_URL" && getenv(k) == "" {
+			return origin
+		}
+		return getenv(k)
+	}
+}
+
 func clockName(m *clock.Manual) string {
 	if m != nil {
 		return "manual"
 	}
 	return "real"
+}
+
+// refusals prints one line per request refused with 400 on w: the route and
+// the decoder's reason, which names the field and the rule and never holds
+// a value (contract.InvalidError).
+type refusals struct {
+	// mu keeps concurrent lines whole.
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (r *refusals) print(route, reason string) {
+	if reason == "" {
+		reason = "the request is invalid"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.w, "emulator: refused %s with 400 invalid_request: %s\n", route, reason)
 }
 
 // emulator is the whole local gateway: the service, what stands in for
@@ -103,8 +161,11 @@ type emulator struct {
 }
 
 // newEmulator builds the emulator for the given configuration and clock
-// (manualClock is nil with the real clock).
-func newEmulator(ctx context.Context, cfg config.Config, clk clock.Clock, manualClock *clock.Manual, origin string, log *slog.Logger) (*emulator, error) {
+// (manualClock is nil with the real clock). origin is where the emulator's
+// own routes are reached; rejected, when not nil, is told why each 400 was
+// answered.
+func newEmulator(ctx context.Context, cfg config.Config, clk clock.Clock, manualClock *clock.Manual, origin string,
+	log *slog.Logger, rejected func(route, reason string)) (*emulator, error) {
 	local, err := startLocal(ctx, clk, manualClock != nil, cfg, origin)
 	if err != nil {
 		return nil, err
@@ -116,14 +177,20 @@ func newEmulator(ctx context.Context, cfg config.Config, clk clock.Clock, manual
 	}
 	svc, err := service.New(service.Options{
 		Config: cfg, Clock: clk, Log: log, Store: st, Rand: rand.Reader,
-		Scheduler: local.scheduler, APNS: local.apns, FCM: local.fcm,
+		Scheduler: local.scheduler, APNS: local.apns, FCM: local.fcm, Rejected: rejected,
 	})
 	if err != nil {
 		st.Close()
 		local.close()
 		return nil, err
 	}
-	return &emulator{&control{svc: svc, clock: manualClock, local: local}}, nil
+	demo, err := newDemoHost(origin, cfg.PublicURL, clk)
+	if err != nil {
+		svc.Close()
+		local.close()
+		return nil, err
+	}
+	return &emulator{&control{svc: svc, clock: manualClock, local: local, demo: demo}}, nil
 }
 
 func (e *emulator) close() {

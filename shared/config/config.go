@@ -71,6 +71,12 @@ type VarError struct {
 // Error returns the variable and the rule.
 func (e *VarError) Error() string { return e.Var + " " + e.Rule }
 
+// Defaults that the help text shows too.
+const (
+	defaultPort    = 8080
+	defaultDataDir = "./data/push"
+)
+
 var (
 	teamIDPattern    = regexp.MustCompile(`^[A-Z0-9]{10}$`)
 	fcmProjectRegexp = regexp.MustCompile(`^[a-z0-9-]{4,64}$`)
@@ -84,7 +90,7 @@ func Load(getenv func(string) string) (Config, error) {
 		PublicURL:           get("ORCA_PUSH_PUBLIC_URL"),
 		DatabaseURL:         get("ORCA_PUSH_DATABASE_URL"),
 		CloudSQLInstance:    get("ORCA_PUSH_CLOUDSQL_INSTANCE"),
-		DataDir:             or(get("ORCA_PUSH_DATA_DIR"), "./data/push"),
+		DataDir:             or(get("ORCA_PUSH_DATA_DIR"), defaultDataDir),
 		APNSKey:             get("ORCA_PUSH_APNS_KEY"),
 		APNSKeyID:           get("ORCA_PUSH_APNS_KEY_ID"),
 		AppleTeamID:         get("ORCA_PUSH_APPLE_TEAM_ID"),
@@ -112,7 +118,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		return n
 	}
-	c.Port = number("PORT", 8080, 1, 65535)
+	c.Port = number("PORT", defaultPort, 1, 65535)
 	c.PoolMax = number("ORCA_PUSH_DATABASE_POOL_MAX", 10, 1, 100)
 	c.Coalesce = time.Duration(number("ORCA_PUSH_COALESCE_MS",
 		int(contract.DefaultCoalesce.Milliseconds()), 0, int(contract.MaxCoalesce.Milliseconds()))) * time.Millisecond
@@ -162,29 +168,68 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// CheckOrigin returns an error unless s is a canonical origin with no path:
-// https, or http on localhost, 127.0.0.1 or ::1 (reference-behaviour §9).
+// OriginError is an ORCA_PUSH_PUBLIC_URL that is not a canonical origin.
+// Unlike the other configuration errors it holds the value: an origin is
+// public, and naming what was received beside what was expected is what
+// explains a trailing slash or a localhost vs 127.0.0.1 mix-up. It unwraps to
+// the variable's [*VarError].
+type OriginError struct {
+	// Received is the value as configured.
+	Received string
+	// Expected is the canonical origin closest to it, or an example when
+	// none can be derived.
+	Expected string
+}
+
+// Error names the variable, what was expected and what was received.
+func (e *OriginError) Error() string {
+	return fmt.Sprintf("ORCA_PUSH_PUBLIC_URL must be a canonical origin: expected %q, received %q", e.Expected, e.Received)
+}
+
+// Unwrap returns the [*VarError] of ORCA_PUSH_PUBLIC_URL.
+func (e *OriginError) Unwrap() error {
+	return &VarError{"ORCA_PUSH_PUBLIC_URL", "must be a canonical origin such as " + exampleOrigin}
+}
+
+// exampleOrigin is the production origin, shown when no closer one can be
+// derived from a bad value.
+const exampleOrigin = contract.DefaultGatewayURL
+
+// CheckOrigin returns an [*OriginError] unless s is a canonical origin with no
+// path: https, or http on localhost, 127.0.0.1 or ::1 (reference-behaviour
+// §9).
 func CheckOrigin(s string) error {
-	u, err := url.Parse(s)
-	bad := &VarError{"ORCA_PUSH_PUBLIC_URL", "must be a canonical origin such as https://push.onorca.dev"}
-	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-		return bad
-	}
-	if u.Scheme+"://"+u.Host != s || strings.ToLower(s) != s {
-		return bad
-	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		switch u.Hostname() {
-		case "localhost", "127.0.0.1", "::1":
-		default:
-			return bad
-		}
-	default:
-		return bad
+	if want := canonicalOrigin(s); want != s {
+		return &OriginError{Received: s, Expected: want}
 	}
 	return nil
+}
+
+// canonicalOrigin returns the canonical origin s most likely means: scheme
+// and host in lower case, no user, path, query or fragment, an unspecified
+// address (0.0.0.0, ::) read as 127.0.0.1, and plain http off the loopback
+// host read as https. It returns exampleOrigin when s names no host.
+func canonicalOrigin(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return exampleOrigin
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname())
+	switch host {
+	case "0.0.0.0", "::", "":
+		host = "127.0.0.1"
+	}
+	loopback := host == "localhost" || host == "127.0.0.1" || host == "::1"
+	if scheme != "http" || !loopback {
+		scheme = "https"
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" {
+		host += ":" + p
+	}
+	return scheme + "://" + host
 }
 
 func or(s, def string) string {

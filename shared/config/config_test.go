@@ -1,8 +1,11 @@
 package config_test
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/contract"
@@ -77,4 +80,45 @@ func names(err error, v string) bool {
 		}
 	}
 	return false
+}
+
+// An origin error names what was expected beside what was received, so a
+// trailing slash or a 0.0.0.0 explains itself.
+func TestOriginErrorNamesExpectedAndReceived(t *testing.T) {
+	tests := []struct{ received, expected string }{
+		{"http://127.0.0.1:8080/", "http://127.0.0.1:8080"},
+		{"http://0.0.0.0:8080", "http://127.0.0.1:8080"},
+		{"http://LOCALHOST:8080", "http://localhost:8080"},
+		{"http://push.onorca.dev", "https://push.onorca.dev"},
+		{"https://push.onorca.dev/v1?x=1", "https://push.onorca.dev"},
+		{"https://me@push.onorca.dev", "https://push.onorca.dev"},
+		{"http://[::]:9", "http://127.0.0.1:9"},
+		{"push.onorca.dev", "https://push.onorca.dev"},
+	}
+	for _, tt := range tests {
+		err := config.CheckOrigin(tt.received)
+		var oe *config.OriginError
+		if !errors.As(err, &oe) || oe.Received != tt.received || oe.Expected != tt.expected {
+			t.Errorf("CheckOrigin(%q) = %v, want an OriginError expecting %q", tt.received, err, tt.expected)
+		}
+		if _, err := load(map[string]string{"ORCA_PUSH_PUBLIC_URL": tt.received}); !errors.As(err, &oe) || !names(err, "ORCA_PUSH_PUBLIC_URL") {
+			t.Errorf("Load(%q) = %v, want an OriginError for ORCA_PUSH_PUBLIC_URL", tt.received, err)
+		}
+	}
+}
+
+// Vars lists exactly the variables Load reads, so help texts stay true.
+func TestVarsListsWhatLoadReads(t *testing.T) {
+	read := map[string]bool{}
+	config.Load(func(k string) string { read[k] = true; return "" })
+	listed := map[string]bool{}
+	for _, v := range config.Vars() {
+		if listed[v.Name] || v.Default == "" || v.Meaning == "" {
+			t.Errorf("Vars: %s listed twice or without a default or meaning", v.Name)
+		}
+		listed[v.Name] = true
+	}
+	if diff := cmp.Diff(read, listed); diff != "" {
+		t.Fatalf("variables (-read by Load +listed by Vars):\n%s", diff)
+	}
 }

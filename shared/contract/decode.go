@@ -23,10 +23,28 @@ type object struct {
 	err    error
 }
 
-// invalid returns ErrInvalidRequest naming what was wrong. The detail is a
-// field name, never a value.
+// InvalidError is [ErrInvalidRequest] with the reason the decoder refused the
+// request: a field and the rule it broke, such as "token is not an APNs
+// token". The reason is written only from the decoder's words and the
+// contract's field names, never from the request (a test feeds the decoders
+// marked values and checks), so it may be shown to the person running the
+// gateway; it never goes into a response body. Callers find it with
+// errors.As and test the outcome with errors.Is(err, ErrInvalidRequest).
+type InvalidError struct {
+	// Reason names the field and the rule broken.
+	Reason string
+}
+
+// Error returns the code and the reason.
+func (e *InvalidError) Error() string { return ErrInvalidRequest.Error() + ": " + e.Reason }
+
+// Unwrap returns ErrInvalidRequest.
+func (e *InvalidError) Unwrap() error { return ErrInvalidRequest }
+
+// invalid returns an [*InvalidError]. format is a constant and args are field
+// names written in this package or limits, never a value of the request.
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRequest}, args...)...)
+	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
 }
 
 // parseTop parses a whole request body: exactly one JSON object and nothing

@@ -34,3 +34,10 @@ var (
 	ErrDependencyUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "dependency_unavailable", RetryAfter: UnavailableRetryAfterSeconds}
 	ErrShuttingDown          = &Error{Status: http.StatusServiceUnavailable, Code: "shutting_down"}
 )
+
+// ErrMethodNotAllowed is a known path asked with a method it does not serve:
+// 405 with the Allow header. The original gateway answered Hono's plain-text
+// 404 there (reference-behaviour §1.2); we answer every miss, unknown route
+// and wrong method alike, in the JSON error shape (issue 11), and so need a
+// code the reference never had.
+var ErrMethodNotAllowed = &Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed"}

@@ -93,7 +93,7 @@ func checkTimes(t hostauth.Transcript, wireExpiresAt, nowMs int64) error {
 func checkFields(t hostauth.Transcript, kp Keypair, origin, challengeID string, ephemeralPub, nonce []byte) error {
 	switch {
 	case t.GatewayOrigin != origin:
-		return ErrOrigin
+		return &OriginError{Expected: origin, Received: t.GatewayOrigin}
 	case !bytes.Equal(t.GatewayEphemeralPublicKey, ephemeralPub):
 		return ErrEphemeralKey
 	case !bytes.Equal(t.ChallengeNonce, nonce):

@@ -249,8 +249,14 @@ func TestClientSignInChecksChallenge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SignIn(t.Context()); !errors.Is(err, hostclient.ErrOrigin) {
-		t.Errorf("SignIn() against another origin error = %v, want %v", err, hostclient.ErrOrigin)
+	err = c.SignIn(t.Context())
+	var oe *hostclient.OriginError
+	if !errors.Is(err, hostclient.ErrOrigin) || !errors.As(err, &oe) {
+		t.Fatalf("SignIn() against another origin error = %v, want %v", err, hostclient.ErrOrigin)
+	}
+	// The error names both, so a localhost vs 127.0.0.1 mix-up explains itself.
+	if want := (hostclient.OriginError{Expected: "https://push.onorca.dev", Received: g.url}); *oe != want {
+		t.Errorf("OriginError = %+v, want %+v", *oe, want)
 	}
 	if g.count("POST /v1/host/session") != 0 {
 		t.Errorf("the client answered a challenge it refused")

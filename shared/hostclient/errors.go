@@ -2,6 +2,7 @@ package hostclient
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 
 	"onorca.dev/push/shared/contract"
@@ -38,7 +39,8 @@ var (
 	// ErrExpiresAtMismatch is returned when the transcript's expiresAt
 	// differs from the wire's.
 	ErrExpiresAtMismatch = errors.New("hostclient: expiresAt differs from the wire")
-	// ErrOrigin is returned when the transcript names another gateway origin.
+	// ErrOrigin is returned, as an [*OriginError] that names both origins,
+	// when the transcript names another gateway origin.
 	ErrOrigin = errors.New("hostclient: transcript names another origin")
 	// ErrEphemeralKey is returned when the transcript's ephemeral key differs
 	// from the wire's.
@@ -60,6 +62,25 @@ var (
 	// session for a fingerprint that is not this host's.
 	ErrSessionHost = errors.New("hostclient: session is for another host")
 )
+
+// OriginError is a challenge whose transcript names another gateway origin
+// than the host expects: a gateway whose ORCA_PUSH_PUBLIC_URL is not the URL
+// the host uses (localhost against 127.0.0.1, a trailing slash, a proxy). It
+// matches [ErrOrigin] with errors.Is.
+type OriginError struct {
+	// Expected is the origin the host expects (Options.Origin).
+	Expected string
+	// Received is the origin the gateway's transcript names.
+	Received string
+}
+
+// Error names both origins.
+func (e *OriginError) Error() string {
+	return fmt.Sprintf("%v: expected %q, received %q", ErrOrigin, e.Expected, e.Received)
+}
+
+// Unwrap returns ErrOrigin.
+func (e *OriginError) Unwrap() error { return ErrOrigin }
 
 // APIError is a non-2xx answer from the gateway. Client methods return it
 // wrapped with the operation name; find it with errors.As.

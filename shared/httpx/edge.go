@@ -33,6 +33,13 @@ type Options struct {
 	Ready func(ctx context.Context) error
 	// Lookup resolves bearer tokens.
 	Lookup SessionLookup
+	// Rejected, when set, is told of every request answered 400
+	// invalid_request: the route pattern (such as "POST /v1/devices", never
+	// the URL) and the decoder's reason ([contract.InvalidError]: the field
+	// and the rule broken, never a value), or "" when there is none. The
+	// emulator prints it for the person at the terminal; deployed functions
+	// leave it unset and log counters only. It is the one optional field.
+	Rejected func(route, reason string)
 }
 
 // Edge is the per-process HTTP edge: its buckets, admission and drain state
@@ -55,8 +62,12 @@ func NewEdge(o Options) (*Edge, error) {
 	if o.Clock == nil || o.Counters == nil || o.Log == nil || o.Ready == nil || o.Lookup == nil {
 		return nil, fmt.Errorf("httpx: NewEdge needs Clock, Counters, Log, Ready and Lookup")
 	}
+	rejected := o.Rejected
+	if rejected == nil {
+		rejected = func(route, reason string) {}
+	}
 	return &Edge{
-		errorWriter:   errorWriter{counters: o.Counters, log: o.Log},
+		errorWriter:   errorWriter{counters: o.Counters, log: o.Log, rejected: rejected},
 		clock:         o.Clock,
 		hops:          o.TrustedProxyHops,
 		lookup:        o.Lookup,

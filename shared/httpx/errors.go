@@ -45,6 +45,8 @@ func writeContractError(w http.ResponseWriter, e *contract.Error) {
 type errorWriter struct {
 	counters *obs.Counters
 	log      *slog.Logger
+	// rejected is Options.Rejected, or a no-op.
+	rejected func(route, reason string)
 }
 
 // writeError answers r with err. Only the error's type is ever logged: its
@@ -62,6 +64,9 @@ func (ew *errorWriter) writeError(w http.ResponseWriter, r *http.Request, err er
 	}
 	var ce *contract.Error
 	if errors.As(err, &ce) {
+		if ce.Status == http.StatusBadRequest {
+			ew.rejected(r.Pattern, reason(err))
+		}
 		writeContractError(w, ce)
 		return
 	}
@@ -73,6 +78,17 @@ func (ew *errorWriter) writeError(w http.ResponseWriter, r *http.Request, err er
 	ew.counters.Inc(obs.RequestError)
 	ew.log.Error("orca_push_request_failed", slog.String("error", obs.ErrorType(err)))
 	writeContractError(w, contract.ErrInternal)
+}
+
+// reason returns the decoder's reason for refusing a request, or "" when err
+// carries none. Only [contract.InvalidError]'s reason is taken: other error
+// texts are not known to be free of values.
+func reason(err error) string {
+	var ie *contract.InvalidError
+	if errors.As(err, &ie) {
+		return ie.Reason
+	}
+	return ""
 }
 
 // Handle adapts h to an http.Handler that writes h's error.

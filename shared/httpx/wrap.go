@@ -67,8 +67,9 @@ var healthBody = struct {
 	DeliveryProtocol int  `json:"deliveryProtocol"`
 }{true, contract.PushProtocol, contract.DeliveryProtocol}
 
-// Wrap returns h behind the shared edge: the drain, GET /health, GET /ready
-// and panic recovery to 500 internal. Every function's Handler returns its mux
+// Wrap returns h behind the shared edge: the drain, GET /health, GET /ready,
+// panic recovery to 500 internal, and unknown routes and wrong methods
+// answered in the JSON error shape ([Misses]). Every function's Handler returns its mux
 // through Wrap, so deployed and emulated paths are the same.
 func (e *Edge) Wrap(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
@@ -85,6 +86,7 @@ func (e *Edge) Wrap(h http.Handler) http.Handler {
 		return nil
 	}))
 	mux.Handle("/", h)
+	misses := Misses(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !e.drain.enter() {
 			writeContractError(w, contract.ErrShuttingDown)
@@ -99,7 +101,7 @@ func (e *Edge) Wrap(h http.Handler) http.Handler {
 				e.writeError(w, r, panicError{})
 			}
 		}()
-		mux.ServeHTTP(w, r)
+		misses.ServeHTTP(w, r)
 	})
 }
 

@@ -1,5 +1,5 @@
 // Package obs keeps the gateway's aggregate counters and writes them as one
-// structured log line a minute. It is the only way anything about traffic is
+// structured INFO line in each minute that changed one. It is the only way anything about traffic is
 // logged: never a token, title, body, or more than LoggedFingerprintChars
 // characters of a fingerprint.
 package obs
@@ -81,19 +81,22 @@ func (c *Counters) Consume() map[string]int64 {
 	return out
 }
 
-// Flush writes the non-zero counters as one line
-// {"event":"orca_push_counters", ...} and resets them; it writes nothing when
-// all are zero.
+// Flush writes the non-zero counters as one INFO line
+// {"msg":"orca_push_counters", ...} and resets them; it writes nothing when
+// nothing changed since the last flush, so an idle process is silent even
+// though the idle sweep adds zeros.
 func (c *Counters) Flush() {
 	n := c.Consume()
-	if len(n) == 0 {
-		return
-	}
 	attrs := make([]any, 0, 2*len(n))
 	for _, k := range slices.Sorted(maps.Keys(n)) {
-		attrs = append(attrs, slog.Int64(k, n[k]))
+		if n[k] != 0 {
+			attrs = append(attrs, slog.Int64(k, n[k]))
+		}
 	}
-	c.log.Warn("orca_push_counters", attrs...)
+	if len(attrs) == 0 {
+		return
+	}
+	c.log.Info("orca_push_counters", attrs...)
 }
 
 // Run flushes every interval until ctx ends, then flushes once more. The

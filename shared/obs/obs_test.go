@@ -52,3 +52,29 @@ func TestErrorTypeIsTheInnermostType(t *testing.T) {
 		t.Fatalf("ErrorType(joined) = %q", got)
 	}
 }
+
+// The sweep adds its zero counts every minute; an idle process must still
+// write nothing, and a line that is written holds only what changed, at INFO.
+func TestFlushWritesOnlyWhatChanged(t *testing.T) {
+	var buf bytes.Buffer
+	c := obs.NewCounters(slog.New(slog.NewJSONHandler(&buf, nil)))
+	c.Add(obs.DeliveryExpired, 0)
+	c.Add(obs.SweepRescheduled, 0)
+	c.Flush()
+	if buf.Len() != 0 {
+		t.Fatalf("a flush of zeros wrote %q", buf.String())
+	}
+	c.Add(obs.SweepRescheduled, 0)
+	c.Inc(obs.SendQueued)
+	c.Flush()
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("not one JSON line: %q", buf.String())
+	}
+	if _, ok := line[obs.SweepRescheduled]; ok {
+		t.Errorf("line = %v, holds a zero counter", line)
+	}
+	if line["level"] != "INFO" || line[obs.SendQueued] != float64(1) {
+		t.Errorf("line = %v, want level INFO and %s 1", line, obs.SendQueued)
+	}
+}

@@ -41,7 +41,7 @@ type Service struct {
 }
 
 // Options are the parts a caller supplies; New builds the rest. Every field
-// is required: a platform without credentials gets
+// but Rejected is required: a platform without credentials gets
 // delivery.Unconfigured, a process without a task queue
 // delivery.NopScheduler, so that the choice is the caller's and visible.
 type Options struct {
@@ -57,6 +57,10 @@ type Options struct {
 	// APNS and FCM send to the providers.
 	APNS delivery.Provider
 	FCM  delivery.Provider
+	// Rejected is httpx.Options.Rejected: the one optional field, set by the
+	// emulator to print why a request was refused, left unset by deployed
+	// functions, which log counters only.
+	Rejected func(route, reason string)
 }
 
 // OpenStore opens the store cfg names and applies pending migrations.
@@ -110,6 +114,7 @@ func New(o Options) (*Service, error) {
 		TrustedProxyHops: o.Config.TrustedProxyHops,
 		Ready:            st.Ping,
 		Lookup:           s.Auth.Lookup,
+		Rejected:         o.Rejected,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)

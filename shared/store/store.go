@@ -60,13 +60,23 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s, err = openPostgres(ctx, o)
 	}
 	if err != nil {
-		return nil, err
+		return nil, dataDirError(o, err)
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
-		return nil, err
+		return nil, dataDirError(o, err)
 	}
 	return s, nil
+}
+
+// dataDirError names the SQLite data directory in err, so that a directory
+// that cannot be created or written explains itself; PostgreSQL errors pass
+// unchanged.
+func dataDirError(o Options, err error) error {
+	if o.DatabaseURL != "" {
+		return err
+	}
+	return fmt.Errorf("sqlite data directory %q: %w", o.DataDir, err)
 }
 
 // Dialect returns "postgres" or "sqlite".

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 )
 
 // Fault makes a stand-in answer matching requests with an error instead of
@@ -54,6 +55,13 @@ func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = nil
+}
+
+// ClearFaultsFor drops the faults armed for token (not those for "*").
+func (s *Server) ClearFaultsFor(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = slices.DeleteFunc(s.faults, func(f Fault) bool { return f.Token == token })
 }
 
 // takeFaultLocked returns the oldest fault for p matching token with times
@@ -115,4 +123,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// faultReason is the reason the inbox records for f.
+func faultReason(f Fault) string {
+	switch {
+	case f.Hang:
+		return "hang"
+	case f.Reset:
+		return "reset"
+	}
+	return f.Reason
 }

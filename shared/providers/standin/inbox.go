@@ -40,6 +40,10 @@ type Delivery struct {
 	Headers map[string]string `json:"headers"`
 	// Body is the request's JSON as received, or null when it was not JSON.
 	Body json.RawMessage `json:"body"`
+	// Reason is the injected fault's reason ("hang" or "reset" for those),
+	// empty when no fault answered, so a failed delivery can be shown with
+	// the words the provider would have used.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Inbox returns every recorded request in arrival order.
@@ -77,7 +81,7 @@ func (s *Server) record(d Delivery, token string, status int) (Fault, bool) {
 	}
 	d.Status = status
 	if faulted {
-		d.Status = faultStatus(f)
+		d.Status, d.Reason = faultStatus(f), faultReason(f)
 	}
 	s.recordLocked(d)
 	return f, faulted

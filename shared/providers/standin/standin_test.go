@@ -165,11 +165,25 @@ func TestFaultOrder(t *testing.T) {
 		t.Errorf("statuses = %v, want %v", got, want)
 	}
 	var recorded []int
+	var reasons []string
 	for _, d := range st.Inbox() {
 		recorded = append(recorded, d.Status)
+		reasons = append(reasons, d.Reason)
 	}
 	if !cmp.Equal(got, recorded) {
 		t.Errorf("inbox statuses = %v, want %v", recorded, got)
+	}
+	if want := []string{"UNREGISTERED", "INTERNAL", "INTERNAL", "", ""}; !cmp.Equal(want, reasons) {
+		t.Errorf("inbox reasons = %q, want %q", reasons, want)
+	}
+	// Clearing one token's faults leaves the others armed.
+	st.AddFault(standin.Fault{Provider: standin.FCM, Token: fcmToken, Status: 500, Reason: "INTERNAL", Times: 5})
+	st.AddFault(standin.Fault{Provider: standin.FCM, Token: otherFCM, Status: 503, Reason: "UNAVAILABLE", Times: 5})
+	st.ClearFaultsFor(fcmToken)
+	for tok, want := range map[string]int{fcmToken: 200, otherFCM: 503} {
+		if status, _, _ := postFCM(t, st, sendPath, sprintf(validBody, tok)); status != want {
+			t.Errorf("after ClearFaultsFor: %s answered %d, want %d", tok[:14], status, want)
+		}
 	}
 	st.ClearFaults()
 	st.ClearInbox()

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"onorca.dev/push/shared/config"
+)
+
+// options are the emulator's flags.
+type options struct {
+	addr   string
+	manual bool
+}
+
+// usageError is a command line the emulator does not understand; main exits
+// 2 for it, as the flag package does.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+// parseFlags parses args. For -h it prints the help on stdout and returns
+// flag.ErrHelp.
+func parseFlags(args []string, stdout io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("emulator", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned, help is printed below
+	fs.StringVar(&o.addr, "addr", "", "`address` to listen on (default 127.0.0.1:$PORT, PORT defaulting to 8080);\n"+
+		":PORT or 0.0.0.0:PORT listen on every interface, and the public origin is then http://127.0.0.1:PORT")
+	fs.BoolVar(&o.manual, "manual-clock", false, "start with a frozen clock moved only by POST /_emulator/clock (or ORCA_PUSH_MANUAL_CLOCK=1)")
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printHelp(stdout, fs)
+		return o, err
+	case err != nil:
+		return o, usageError{err}
+	case fs.NArg() > 0:
+		return o, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	return o, nil
+}
+
+// printHelp writes the usage, the flags and every environment variable.
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `Usage: go run ./scripts/emulator [flags]
+
+The whole gateway in one local process: every route, SQLite (or PostgreSQL),
+a Cloud Tasks emulator, APNs and FCM stand-ins, the control API under
+/_emulator and a console at /_emulator/. Nothing is sent to Apple or Google.
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprint(w, `
+Environment (the gateway's variables; here ORCA_PUSH_PUBLIC_URL defaults to
+the emulator's own origin, and the APNs and FCM settings only name the
+stand-ins' topic and project):
+`)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	for _, v := range config.Vars() {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, v.Default, v.Meaning)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// binaries builds the host command line and the emulator once per test
+// binary.
+var binaries = sync.OnceValues(func() (map[string]string, error) {
+	dir, err := os.MkdirTemp("", "orca-push-host")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{"host": filepath.Join(dir, "host"), "emulator": filepath.Join(dir, "emulator")}
+	for name, pkg := range map[string]string{"host": ".", "emulator": "../emulator"} {
+		if b, err := exec.Command("go", "build", "-o", out[name], pkg).CombinedOutput(); err != nil {
+			return nil, errors.New(string(b))
+		}
+	}
+	return out, nil
+})
+
+func mustBinaries(t *testing.T) map[string]string {
+	t.Helper()
+	bins, err := binaries()
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	return bins
+}
+
+// startEmulator starts the emulator process on SQLite and the manual clock
+// and returns its origin once it printed its ready line.
+func startEmulator(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(mustBinaries(t)["emulator"], "-addr", "127.0.0.1:0", "-manual-clock")
+	cmd.Env = append(os.Environ(), "ORCA_PUSH_DATA_DIR="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan string, 1)
+	go func() {
+		for lines := bufio.NewScanner(stdout); lines.Scan(); {
+			if _, after, ok := strings.Cut(lines.Text(), "ready on "); ok {
+				ready <- strings.Fields(after)[0]
+			}
+		}
+	}()
+	select {
+	case origin := <-ready:
+		return origin
+	case <-time.After(30 * time.Second): // a process boundary
+		t.Fatal("the emulator printed no ready line")
+		return ""
+	}
+}
+
+// result is one run of the host command line.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// hostCLI runs the built command line against origin with env added.
+type hostCLI struct {
+	t   *testing.T
+	env []string
+}
+
+func (h hostCLI) run(args ...string) result {
+	h.t.Helper()
+	cmd := exec.Command(mustBinaries(h.t)["host"], args...)
+	cmd.Env = append(os.Environ(), h.env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		h.t.Fatal(err)
+	}
+	return result{stdout.String(), stderr.String(), code}
+}
+
+// ok runs args, fails unless it exits 0, and decodes its --json output.
+func (h hostCLI) ok(out any, args ...string) {
+	h.t.Helper()
+	r := h.run(args...)
+	if r.code != 0 {
+		h.t.Fatalf("host %s exited %d: %s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	if out != nil {
+		if err := json.Unmarshal([]byte(r.stdout), out); err != nil {
+			h.t.Fatalf("host %s: output %q is not JSON: %v", strings.Join(args, " "), r.stdout, err)
+		}
+	}
+}
+
+// control calls the emulator's control API.
+func control(t *testing.T, origin, method, path, body string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, origin+path, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// advance moves the emulator's clock and runs what is due.
+func advance(t *testing.T, origin, ms string) {
+	t.Helper()
+	control(t, origin, "POST", "/_emulator/clock", `{"advanceMs":`+ms+`}`, nil)
+	control(t, origin, "POST", "/_emulator/tasks/run-due", "", nil)
+}
+
+// inboxEntry is what the test reads of a stand-in's request.
+type inboxEntry struct {
+	Provider string            `json:"provider"`
+	Status   int               `json:"status"`
+	Path     string            `json:"path"`
+	Host     string            `json:"host"`
+	Headers  map[string]string `json:"headers"`
+	Body     struct {
+		APS struct {
+			Alert *struct{ Title, Body string } `json:"alert"`
+		} `json:"aps"`
+		Orca    map[string]any `json:"orca"`
+		Message struct {
+			Token        string            `json:"token"`
+			Data         map[string]string `json:"data"`
+			Notification *struct{ Title, Body string }
+		} `json:"message"`
+	} `json:"body"`
+}
+
+func inbox(t *testing.T, origin string) []inboxEntry {
+	t.Helper()
+	var in struct{ Deliveries []inboxEntry }
+	control(t, origin, "GET", "/_emulator/inbox", "", &in)
+	return in.Deliveries
+}
