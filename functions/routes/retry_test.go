@@ -217,8 +217,11 @@ func TestClientRetriesBusy(t *testing.T) {
 
 // TestRetriedSendIsIdempotent: when the gateway admitted a send but the host
 // was answered 503 and sent it again, the event is admitted once: one event
-// row (one quota unit), one recipient and one batch per phone, so one
-// delivery each (reference-behaviour §4.1, §4.2).
+// row (one quota unit) and one recipient per phone, the row that puts the
+// alert in its phone's batch, so one delivery each (reference-behaviour
+// §4.1, §4.2). A retry admitted as a new event would add a second event and
+// a second recipient per phone, joining the same batches as a second
+// member.
 func TestRetriedSendIsIdempotent(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
