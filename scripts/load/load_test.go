@@ -20,7 +20,7 @@ import (
 )
 
 // coalesceMs is the tests' emulator window, short so deliveries come soon.
-const coalesceMs = "300"
+const coalesceMs = "250"
 
 func getenv(k string) string {
 	if k == "ORCA_PUSH_COALESCE_MS" {

@@ -55,7 +55,7 @@ func (t *target) runLone(ctx context.Context, o options) error {
 				}
 				all[hi] = append(all[hi], sent{h.tokens[0], id, at.UnixMilli()})
 				// Wait out the window (and a margin) so the next alert is alone.
-				if err := sleep(gctx, o.window+300*time.Millisecond); err != nil {
+				if err := sleep(gctx, o.window+250*time.Millisecond); err != nil {
 					return err
 				}
 			}

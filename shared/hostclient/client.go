@@ -44,8 +44,9 @@ type Options struct {
 }
 
 // Client is a desktop host's client of the gateway. It caches one session and
-// signs in again, once per call, when the gateway refuses it. It is safe for
-// concurrent use.
+// signs in again, once per call, when the gateway refuses it, and sends a
+// request again when the gateway answers 503 with Retry-After (see
+// [RetryError]). It is safe for concurrent use.
 type Client struct {
 	base   string
 	origin string
