@@ -89,6 +89,10 @@ type deliveriesReport struct {
 	Failed   int `json:"providerFailed"`
 }
 
+// deliveryIdle is how long, beyond the coalescing window, the tool waits
+// for the next delivery before it counts the missing alerts as lost.
+const deliveryIdle = 15 * time.Second
+
 // inboxMark is where a run's deliveries begin in the inbox; nil when they
 // are not counted.
 type inboxMark struct{ from int }
@@ -110,9 +114,11 @@ func (t *target) startDeliveries(ctx context.Context, want bool) (*inboxMark, er
 }
 
 // finishDeliveries waits until the stand-ins have received every alert the
-// run's phones were answered queued for, or until the coalescing window
-// and a minute have passed, then reports them. Polling is the way across a
-// process boundary.
+// run's phones were answered queued for, or until none more arrived for the
+// coalescing window and deliveryIdle, then reports them. A loaded gateway
+// may deliver well after the last send: waiting as long as deliveries come
+// tells a backlog from a loss. Polling is the way across a process
+// boundary.
 func (t *target) finishDeliveries(ctx context.Context, m *inboxMark, f *fleet, window time.Duration) error {
 	if m == nil {
 		return nil
@@ -124,7 +130,8 @@ func (t *target) finishDeliveries(ctx context.Context, m *inboxMark, f *fleet, w
 		}
 	}
 	r := deliveriesReport{Mode: "deliveries", Expected: f.queued.Load()}
-	deadline := t.clock.Now().Add(window + time.Minute)
+	idle := t.clock.Now()
+	var seen int64 = -1
 	for {
 		ds, _, err := t.inbox(ctx)
 		if err != nil {
@@ -141,10 +148,14 @@ func (t *target) finishDeliveries(ctx context.Context, m *inboxMark, f *fleet, w
 				r.Failed++
 			}
 		}
-		if r.Delivered >= r.Expected || !t.clock.Now().Before(deadline) {
+		now := t.clock.Now()
+		if r.Delivered != seen {
+			seen, idle = r.Delivered, now
+		}
+		if r.Delivered >= r.Expected || now.Sub(idle) > window+deliveryIdle {
 			break
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := sleep(ctx, 2*time.Second); err != nil {
 			return err
 		}
 	}
