@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 )
 
-// closedHosts is how many hosts the closed loop sends from unless -hosts
-// says otherwise: its rate is not known in advance, and 400 hosts carry
-// 400 × contract.AlertQuota requests, several minutes at the emulator's
-// pace on a laptop, each host well under its bucket's refill rate.
-const closedHosts = 400
+// defaultHosts is how many hosts closed and open send from unless -hosts
+// says otherwise (open takes more when its rate or length needs them). The
+// two modes spread their load alike so their numbers compare: how many
+// alerts coalesce into one delivery depends on each phone's rate. 400 hosts
+// carry 400 × contract.AlertQuota requests, minutes at the emulator's pace,
+// each host well under its bucket's refill rate.
+const defaultHosts = 400
 
 // closedStep is one closed-loop measurement: c workers, each sending its
 // next request as soon as the previous one is answered.
@@ -41,20 +43,16 @@ type closedReport struct {
 // runClosed measures the closed loop at each -concurrency for each -regs,
 // from one fleet.
 func (t *target) runClosed(ctx context.Context, o options) error {
-	hosts := o.hosts
-	if hosts == 0 {
-		hosts = closedHosts
-	}
 	d, err := t.startDeliveries(ctx, o.deliveries)
 	if err != nil {
 		return err
 	}
-	f, err := t.provision(ctx, hosts, o.phones)
+	f, err := t.provision(ctx, o.hosts, o.phones)
 	if err != nil {
 		return err
 	}
 	for _, k := range o.regs {
-		r := closedReport{Mode: "closed", Registrations: k, Hosts: hosts, DurationS: o.duration.Seconds()}
+		r := closedReport{Mode: "closed", Registrations: k, Hosts: o.hosts, DurationS: o.duration.Seconds()}
 		for _, c := range o.concurrency {
 			s, err := t.closedLoop(ctx, f, o, k, c)
 			if err != nil {

@@ -106,7 +106,8 @@ func TestOpenLoop(t *testing.T) {
 	f := mustEmulator(t, "ORCA_PUSH_COALESCE_MS="+coalesceMs)
 	f.arm(0, 0, 7)
 	f.fault(t, `{"provider":"apns","token":"*","status":503,"reason":"ServiceUnavailable","times":2}`)
-	out := mustRun(t, "open", "-gateway", f.origin(), "-rate", "20", "-duration", "1s", "-warmup", "500ms", "-regs", "1,5")
+	out := mustRun(t, "open", "-gateway", f.origin(), "-rate", "20", "-duration", "1s", "-warmup", "500ms", "-regs", "1,5",
+		"-hosts", "2")
 	if len(out.open) != 2 {
 		t.Fatalf("open reports = %d, want 2", len(out.open))
 	}
@@ -187,7 +188,7 @@ func TestOpenLoopShowsStall(t *testing.T) {
 	f := mustEmulator(t, "ORCA_PUSH_COALESCE_MS="+coalesceMs)
 	f.arm(10+8, stall, 0) // the 8th measured send, after 10 of warm-up
 	out := mustRun(t, "open", "-gateway", f.origin(), "-rate", "40", "-duration", "2s", "-warmup", "250ms", "-regs", "1",
-		"-max-inflight", "2", "-deliveries=false")
+		"-max-inflight", "2", "-deliveries=false", "-hosts", "4")
 	if len(out.open) != 1 {
 		t.Fatalf("open reports = %d, want 1", len(out.open))
 	}
@@ -250,6 +251,8 @@ func TestUsage(t *testing.T) {
 		{"open with no request", []string{"open", "-rate", "0.5", "-duration", "1s"}, errUsage},
 		{"regs over the request cap", []string{"open", "-rate", "1", "-regs", "21"}, errUsage},
 		{"extra argument", []string{"closed", "now"}, errUsage},
+		{"too few hosts for the quota", []string{"open", "-rate", "10", "-duration", "60s", "-hosts", "1"}, errUsage},
+		{"too few hosts for the bucket", []string{"open", "-rate", "20", "-duration", "1s", "-hosts", "1"}, errUsage},
 		{"help", []string{"-h"}, flag.ErrHelp},
 		{"mode help", []string{"open", "-h"}, flag.ErrHelp},
 	}

@@ -40,16 +40,11 @@ func (r openReport) human() string {
 // runOpen measures the open loop at o.rate once per -regs value, from one
 // fleet sized for all of them.
 func (t *target) runOpen(ctx context.Context, o options) error {
-	per := o.rate * (o.warmup + o.duration).Seconds()
-	hosts := o.hosts
-	if hosts == 0 {
-		hosts = hostsFor(o.rate, per*float64(len(o.regs)))
-	}
 	d, err := t.startDeliveries(ctx, o.deliveries)
 	if err != nil {
 		return err
 	}
-	f, err := t.provision(ctx, hosts, o.phones)
+	f, err := t.provision(ctx, o.hosts, o.phones)
 	if err != nil {
 		return err
 	}

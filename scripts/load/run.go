@@ -93,7 +93,7 @@ func parse(mode string, args []string, getenv func(string) string, stdout io.Wri
 	fs.DurationVar(&o.ready, "ready", 10*time.Second, "how long to retry GET /health before giving up")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "the deadline of one request")
 	fs.DurationVar(&o.window, "window", cfg.Coalesce, "the emulator's coalescing window (default from ORCA_PUSH_COALESCE_MS)")
-	fs.IntVar(&o.hosts, "hosts", 0, "hosts (0: enough for the load; lone: 16)")
+	fs.IntVar(&o.hosts, "hosts", 0, "hosts (0: 400, or as many as open's rate and length need; lone: 16)")
 	regs, conc := "1,5", "4,16,64"
 	switch mode {
 	case "open", "closed":
@@ -129,7 +129,7 @@ func parse(mode string, args []string, getenv func(string) string, stdout io.Wri
 	return o, check(mode, &o)
 }
 
-// check refuses flags out of range and fills in the lone mode's defaults.
+// check refuses flags out of range and fills in the number of hosts.
 func check(mode string, o *options) error {
 	bad := func(f string, a ...any) error { return fmt.Errorf("%w: "+f, append([]any{errUsage}, a...)...) }
 	switch {
@@ -146,8 +146,15 @@ func check(mode string, o *options) error {
 	case mode == "lone" && (o.alerts < 1 || o.alerts > 1000):
 		return bad("-alerts must be in 1..1000")
 	}
-	if mode == "lone" && o.hosts == 0 {
+	switch need := hostsFor(o.rate, o.rate*(o.warmup+o.duration).Seconds()*float64(len(o.regs))); {
+	case o.hosts == 0 && mode == "lone":
 		o.hosts = 16
+	case o.hosts == 0 && mode == "closed":
+		o.hosts = defaultHosts
+	case o.hosts == 0:
+		o.hosts = max(defaultHosts, need)
+	case mode == "open" && o.hosts < need:
+		return bad("-hosts %d: this rate and length need at least %d hosts to stay within their quota and bucket", o.hosts, need)
 	}
 	return nil
 }
