@@ -120,10 +120,10 @@ func parse(mode string, args []string, getenv func(string) string, stdout io.Wri
 	}
 	o.gateway = strings.TrimRight(o.gateway, "/")
 	if o.regs, err = ints(regs, 1, contract.MaxRegistrationIDs); err != nil {
-		return o, fmt.Errorf("%w: -regs: %v", errUsage, err)
+		return o, fmt.Errorf("%w: -regs: %w", errUsage, err)
 	}
 	if o.concurrency, err = ints(conc, 1, 10_000); err != nil {
-		return o, fmt.Errorf("%w: -concurrency: %v", errUsage, err)
+		return o, fmt.Errorf("%w: -concurrency: %w", errUsage, err)
 	}
 	o.phones = max(o.phones, slices.Max(o.regs))
 	return o, check(mode, &o)
