@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
@@ -19,7 +20,8 @@ import (
 // legitimate answer, a full device list, is far smaller.
 const maxResponseBytes = 1 << 20
 
-// Options configures a [Client]. Every field but Origin is required.
+// Options configures a [Client]. Every field but Origin and Wait is
+// required.
 type Options struct {
 	// BaseURL is the gateway's URL, such as "https://push.onorca.dev"; a
 	// trailing slash is ignored.
@@ -34,17 +36,24 @@ type Options struct {
 	HTTPClient *http.Client
 	// Clock is the host's clock, against which challenges are checked.
 	Clock clock.Clock
+	// Wait pauses before a request is sent again after a 503 with
+	// Retry-After (see [RetryError]): for d, or until ctx ends, when it
+	// returns an error wrapping ctx's. Nil means a real timer; tests pass a
+	// func that records d and returns at once.
+	Wait func(ctx context.Context, d time.Duration) error
 }
 
 // Client is a desktop host's client of the gateway. It caches one session and
-// signs in again, once per call, when the gateway refuses it. It is safe for
-// concurrent use.
+// signs in again, once per call, when the gateway refuses it, and sends a
+// request again when the gateway answers 503 with Retry-After (see
+// [RetryError]). It is safe for concurrent use.
 type Client struct {
 	base   string
 	origin string
 	kp     Keypair
 	hc     *http.Client
 	clock  clock.Clock
+	wait   func(context.Context, time.Duration) error
 
 	// signInMu serializes sign-ins, so that concurrent calls refused with the
 	// same stale token mint one new session rather than revoking each
@@ -75,7 +84,11 @@ func New(o Options) (*Client, error) {
 	if origin == "" {
 		origin = base
 	}
-	return &Client{base: base, origin: origin, kp: o.Keypair, hc: o.HTTPClient, clock: o.Clock}, nil
+	wait := o.Wait
+	if wait == nil {
+		wait = sleep
+	}
+	return &Client{base: base, origin: origin, kp: o.Keypair, hc: o.HTTPClient, clock: o.Clock, wait: wait}, nil
 }
 
 // Session returns the cached session token and its expiry in Unix
@@ -179,10 +192,10 @@ func needsSignIn(err error) bool {
 	return errors.Is(err, contract.ErrInvalidToken) || errors.Is(err, contract.ErrSessionExpired)
 }
 
-// do sends one request, with token as the bearer unless it is empty, and
-// decodes a 2xx answer into out unless out is nil. A non-2xx answer is an
-// [*APIError].
-func (c *Client) do(ctx context.Context, method, path, token string, body []byte, out any) error {
+// doOnce sends one request, with token as the bearer unless it is empty,
+// and decodes a 2xx answer into out unless out is nil. A non-2xx answer is
+// an [*APIError], or an [*unavailableError] that do retries.
+func (c *Client) doOnce(ctx context.Context, method, path, token string, body []byte, out any) error {
 	resp, err := c.send(ctx, method, path, token, body)
 	if err != nil {
 		return err
@@ -197,7 +210,7 @@ func (c *Client) do(ctx context.Context, method, path, token string, body []byte
 			Error string `json:"error"`
 		}
 		_ = json.Unmarshal(data, &e) // a non-JSON body leaves Code empty
-		return &APIError{Status: resp.StatusCode, Code: e.Error}
+		return c.refusal(resp, e.Error)
 	}
 	if out == nil {
 		return nil

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/httpx"
+)
+
+// emulatorBinary builds the emulator once per test binary.
+var emulatorBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "orca-push-load")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "emulator")
+	out, err := exec.Command("go", "build", "-o", bin, "onorca.dev/push/scripts/emulator").CombinedOutput()
+	if err != nil {
+		return "", errors.New(string(out))
+	}
+	return bin, nil
+})
+
+// front stands between the load tool and a real emulator process (SQLite,
+// real clock), whose public origin it is. It passes every request on, and
+// can stall the gateway or answer sends busy:
+//   - from the stallAt-th POST /v1/send on, for stall, it holds every send
+//     that arrives until the stall ends, as a gateway that stops answering
+//     (a lock held, a pause) does;
+//   - every busyEvery-th send is served by the emulator and then answered
+//     503 busy, the gateway's own bytes, as if its answer were lost; a
+//     request answered so once is passed through when it comes again, so
+//     every request succeeds on its first retry.
+type front struct {
+	srv   *httptest.Server
+	proxy *httputil.ReverseProxy
+
+	// mu guards the fields below.
+	mu         sync.Mutex
+	sends      int
+	stallAt    int
+	stall      time.Duration
+	stallUntil time.Time
+	held       int // sends that arrived during the stall
+	busyEvery  int
+	busy       int             // sends answered busy
+	busied     map[string]bool // their bodies
+}
+
+// origin is the front's origin, which the load tool is pointed at.
+func (f *front) origin() string { return f.srv.URL }
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/send" {
+		f.proxy.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	f.mu.Lock()
+	f.sends++
+	now := time.Now()
+	if f.sends == f.stallAt {
+		f.stallUntil = now.Add(f.stall)
+	}
+	var hold time.Duration
+	if now.Before(f.stallUntil) {
+		f.held++
+		hold = f.stallUntil.Sub(now)
+	}
+	busy := f.busyEvery > 0 && f.sends%f.busyEvery == 0 && !f.busied[string(body)]
+	if busy {
+		f.busy++
+		f.busied[string(body)] = true
+	}
+	f.mu.Unlock()
+	time.Sleep(hold) // the stall under test
+	if busy {
+		f.proxy.ServeHTTP(httptest.NewRecorder(), r)
+		httpx.WriteError(w, contract.ErrBusy)
+		return
+	}
+	f.proxy.ServeHTTP(w, r)
+}
+
+// arm resets the send count and sets the stall and busy rules.
+func (f *front) arm(stallAt int, stall time.Duration, busyEvery int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sends, f.stallAt, f.stall, f.stallUntil, f.held = 0, stallAt, stall, time.Time{}, 0
+	f.busyEvery, f.busy, f.busied = busyEvery, 0, map[string]bool{}
+}
+
+// counts returns the sends held by the stall and those answered busy.
+func (f *front) counts() (held, busy int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held, f.busy
+}
+
+// mustEmulator starts the built emulator as a separate process on SQLite
+// and the real clock, with env added, behind a front, and waits for its
+// ready line.
+func mustEmulator(t *testing.T, env ...string) *front {
+	t.Helper()
+	bin, err := emulatorBinary()
+	if err != nil {
+		t.Fatalf("build emulator: %v", err)
+	}
+	f := &front{busied: map[string]bool{}}
+	f.srv = httptest.NewUnstartedServer(f)
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), append([]string{"ORCA_PUSH_DATA_DIR=" + t.TempDir(), "ORCA_PUSH_DATABASE_URL=",
+		"ORCA_PUSH_PUBLIC_URL=http://" + f.srv.Listener.Addr().String()}, env...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan string, 1)
+	go func() {
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			if line := lines.Text(); strings.Contains(line, "ready on ") {
+				ready <- strings.Fields(strings.SplitN(line, "ready on ", 2)[1])[0]
+			}
+		}
+	}()
+	select {
+	case origin := <-ready:
+		u, err := url.Parse(origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// X-Forwarded-For passes as the tool set it: each host keeps its
+		// own client IP.
+		f.proxy = &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"]
+		}}
+	case <-time.After(30 * time.Second): // a process boundary
+		t.Fatal("emulator printed no ready line")
+	}
+	f.srv.Start()
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// fault arms a stand-in fault (POST /_emulator/faults).
+func (f *front) fault(t *testing.T, body string) {
+	t.Helper()
+	resp, err := http.Post(f.origin()+"/_emulator/faults", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /_emulator/faults = %d", resp.StatusCode)
+	}
+}
