@@ -14,11 +14,12 @@ import (
 // The gateway answers 503 with Retry-After when it could not take a request
 // right now and wrote nothing for it: busy when the session-lookup queue is
 // full (reference-behaviour §2.7, Retry-After: 1), and, by issue
-// "Hardening" §4, when a host lock is held past the lock timeout or the
-// database refuses connections. The client then waits what Retry-After says,
-// at most MaxRetryWait, and sends the same request again, up to RetryAttempts
-// requests in all. A 503 without a Retry-After (shutting_down,
-// dependency_unavailable) and every other status are returned at once.
+// "Hardening" §4, when a host lock is held past the lock timeout (busy,
+// Retry-After: 1) or the database refuses connections
+// (dependency_unavailable, Retry-After: 5). The client then waits what
+// Retry-After says, at most MaxRetryWait, and sends the same request again,
+// up to RetryAttempts requests in all. A 503 without a Retry-After
+// (shutting_down) and every other status are returned at once.
 //
 // Repeating a request is safe for every route the client calls, even when
 // the refused attempt was in fact carried out and only its answer was lost:
