@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -143,69 +142,70 @@ func (d *Deliverer) send(ctx context.Context, p Provider, t push.Target, m push.
 }
 
 // claim leases the batch when it is due, pending, unexpired and its
-// registration has no other delivery in flight, after dropping the members a
-// dismissal fenced (≤ rule, reference-behaviour decisions table). It returns
-// nil when there is nothing to send now; it may then have scheduled a later
+// registration has no other delivery in flight (store.ClaimBatch), then
+// drops the members a dismissal fenced (≤ rule, reference-behaviour
+// decisions table); a batch left with none ends as dismissed. It returns nil
+// when there is nothing to send now; it may then have scheduled a later
 // look.
 func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error) {
 	now := d.clock.Now().UnixMilli()
-	var c *claimed
-	var later int64 // when to look again, if held back
-	expired := false
-	err := d.store.BatchTx(ctx, batchID, func(tx *store.Tx) error {
-		c, later, expired = nil, 0, false
-		v, err := tx.ClaimView(ctx, batchID, now)
-		b := v.Batch
-		switch {
-		case errors.Is(err, store.ErrNoRow):
-			return nil
-		case err != nil:
-			return err
-		case b.State != store.BatchPending:
-			return nil
-		case b.ExpiresAt <= now:
-			expired = true
-			_, err := tx.EndBatch(ctx, b.ID, store.BatchExpired, push.ReasonExpired, now)
-			return err
-		case b.DueAt > now:
-			return nil // early: the task for its due time exists
-		case b.LeaseUntil > now:
-			later = b.LeaseUntil // in flight: look again when the lease ends
-			return nil
-		case v.LeasedUntil > 0:
-			// Another batch of the registration is in flight: its end
-			// wakes this one at once (finish, retry). Should that
-			// delivery be lost, look again when its lease runs out.
-			later = v.LeasedUntil
-			return nil
-		}
-		members, err := decodeMembers(b.ID, b.Payload)
-		if err != nil {
-			return err
-		}
-		if v.HostFenced {
-			if members, err = d.unfenced(ctx, tx, b, members); err != nil || members == nil {
-				return err
-			}
-		}
-		token := uuid.NewString()
-		attempts, err := tx.LeaseBatch(ctx, b.ID, token, now+contract.LeaseDuration.Milliseconds())
-		if err != nil {
-			return err
-		}
-		c = &claimed{batch: b, token: token, attempts: attempts, members: members, device: v.Device}
-		return nil
-	})
+	token := uuid.NewString()
+	cl, err := d.store.ClaimBatch(ctx, batchID, token, now, now+contract.LeaseDuration.Milliseconds(), push.ReasonExpired)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
-	if expired {
+	if cl.Expired {
 		d.counters.Inc(obs.DeliveryExpired)
 	}
-	if later > 0 {
-		d.schedule(ctx, batchID, later, "")
+	if !cl.Leased {
+		if cl.HeldUntil > 0 {
+			// In flight, or another batch of the registration is: the
+			// end of that delivery wakes this one at once (finish,
+			// retry). Should it be lost, look again when its lease runs
+			// out. An early task does nothing: the one for the due time
+			// exists.
+			d.schedule(ctx, batchID, cl.HeldUntil, "")
+		}
+		return nil, nil
+	}
+	b := cl.Batch
+	c := &claimed{batch: b, token: token, attempts: cl.Attempts, device: cl.Device}
+	if c.members, err = decodeMembers(b.ID, b.Payload); err != nil {
+		return nil, err
+	}
+	kept := withoutFenced(c.members, cl.Fences)
+	switch {
+	case len(kept) == 0:
+		return nil, d.finish(ctx, c, store.BatchDismissed, "")
+	case len(kept) < len(c.members):
+		payload := string(contract.AppendNotifications(nil, kept))
+		if err := d.store.SetLeasedMembers(ctx, b.ID, token, payload, len(kept)); err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		c.members = kept
 	}
 	return c, nil
+}
+
+// withoutFenced returns the members no dismissal fence covers: an alert with
+// a notificationId whose fence, same epoch and id, is at or above its
+// sequence is dropped. It returns members itself when nothing is dropped.
+func withoutFenced(members []contract.Notification, fences map[store.FenceKey]int64) []contract.Notification {
+	if len(fences) == 0 {
+		return members
+	}
+	kept := members[:0:0]
+	for _, m := range members {
+		seq, fenced := fences[store.FenceKey{Epoch: m.Epoch, NotificationID: m.NotificationID}]
+		if m.EffectiveKind() == contract.KindAlert && m.NotificationID != "" && fenced && m.Seq <= seq {
+			continue
+		}
+		kept = append(kept, m)
+	}
+	if len(kept) == len(members) {
+		return members
+	}
+	return kept
 }
 
 // unfenced returns the members of b that no dismissal fence covers,
@@ -222,14 +222,7 @@ func (d *Deliverer) unfenced(ctx context.Context, tx *store.Tx, b store.Batch, m
 	if err != nil || len(fences) == 0 {
 		return members, err
 	}
-	kept := members[:0:0]
-	for _, m := range members {
-		seq, fenced := fences[store.FenceKey{Epoch: m.Epoch, NotificationID: m.NotificationID}]
-		if m.EffectiveKind() == contract.KindAlert && m.NotificationID != "" && fenced && m.Seq <= seq {
-			continue
-		}
-		kept = append(kept, m)
-	}
+	kept := withoutFenced(members, fences)
 	switch {
 	case len(kept) == 0:
 		return nil, tx.DismissBatch(ctx, b.ID, d.clock.Now().UnixMilli())

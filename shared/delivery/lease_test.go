@@ -2,8 +2,10 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -265,6 +267,50 @@ func TestOutcomeRecordedAfterCancel(t *testing.T) {
 			e.deliver(t, id)
 			if b := e.batch(t, id); b.State != store.BatchPending || b.LeaseToken != "" || b.DueAt <= e.now() {
 				t.Fatalf("halted batch = %+v, want pending for a retry with no lease", b)
+			}
+		})
+	}
+}
+
+// TestClaimDropsFenced: a dismissal that arrives while its alert's batch is
+// in flight cannot take the alert out (admission leaves leased batches
+// alone); when that delivery is lost and the batch is claimed again, the
+// claim drops the dismissed alert and sends the rest, or ends the batch as
+// dismissed when nothing is left.
+func TestClaimDropsFenced(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			for _, both := range []bool{false, true} {
+				e := mustDeliverEnv(t, d)
+				reg := e.device(t, "hostA", "phone")
+				id := e.queue(t, reg, alert("a", 1))
+				if both {
+					e.mustSend(t, contract.StatusQueued, "hostA", alert("b", 2), reg) // joins
+				}
+				e.clock.Advance(contract.DefaultCoalesce)
+				var resent []string
+				e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+					// In flight: the dismissal of a arrives, then the
+					// delivery is lost (its lease runs out) and the
+					// batch is claimed again.
+					e.mustSend(t, contract.StatusQueued, "hostA", dismissal("a", 1), reg)
+					e.sched.take()
+					e.clock.Advance(contract.LeaseDuration + 1)
+					e.prov.step = func(_ context.Context, _ push.Target, m push.Message) push.Outcome {
+						resent = append(resent, fmt.Sprintf("%s×%d", m.NotificationID, m.CoalescedCount))
+						return push.Outcome{Kind: push.Sent}
+					}
+					e.deliver(t, id)
+					return push.Outcome{Kind: push.Sent}
+				}
+				e.deliver(t, id)
+				b := e.batch(t, id)
+				switch {
+				case both && (b.State != store.BatchSent || !slices.Equal(resent, []string{"b×1"})):
+					t.Errorf("batch of a and b: %s, resent %q; want sent with b only", b.State, resent)
+				case !both && (b.State != store.BatchDismissed || len(resent) != 0):
+					t.Errorf("batch of a: %s, resent %q; want dismissed, nothing sent", b.State, resent)
+				}
 			}
 		})
 	}

@@ -43,6 +43,8 @@ type dialect interface {
 	// retryable reports whether err is a serialization failure, a deadlock
 	// or a busy database, after which the transaction may run again.
 	retryable(err error) bool
+	// claim is [Store.ClaimBatch]'s work inside its transaction.
+	claim(ctx context.Context, t *Tx, a claimArgs) (Claim, error)
 	// lockMigrations serialises migration runs across processes on conn
 	// and returns the unlock.
 	lockMigrations(ctx context.Context, conn *sql.Conn) (func(), error)

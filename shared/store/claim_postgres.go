@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"onorca.dev/push/shared/contract"
+)
+
+// postgresClaim is a claim in one statement (see [Store.ClaimBatch]): it reads
+// the batch, the latest live lease of the registration's other pending
+// batches, the registration and the host's fences of the members' ids, and
+// takes the lease, or ends the batch as expired, by the same rules as
+// claimInTx. It runs after the host lock in the same transaction, so its
+// snapshot is taken once the lock is held and sees every change of the
+// claims and admissions before it; the updates also test the row itself, so
+// a change made without the lock meanwhile (the sweep expiring the batch) is
+// never overwritten.
+//
+// $1 batch id, $2 now, $3 lease token, $4 lease until, $5 expired reason,
+// $6 empty payload.
+const postgresClaim = `WITH b AS (
+		SELECT * FROM push_delivery_batches WHERE batch_id = $1),
+	sib AS (
+		SELECT MAX(o.lease_until) AS until FROM push_delivery_batches o, b
+		WHERE o.registration_id = b.registration_id AND o.batch_id <> b.batch_id
+			AND o.state = 'pending' AND o.lease_until > $2),
+	leased AS (
+		UPDATE push_delivery_batches u SET lease_token = $3, lease_until = $4, attempts = u.attempts + 1
+		FROM b WHERE u.batch_id = b.batch_id AND b.state = 'pending' AND b.lease_until <= $2
+			AND b.expires_at > $2 AND b.due_at <= $2 AND (SELECT until FROM sib) IS NULL
+			AND u.state = 'pending' AND u.lease_until <= $2
+		RETURNING u.attempts),
+	expired AS (
+		UPDATE push_delivery_batches u SET state = 'expired', reason = $5, payload_json = $6, finished_at = $2,
+			lease_token = NULL, lease_until = 0
+		FROM b WHERE u.batch_id = b.batch_id AND b.state = 'pending' AND b.lease_until <= $2
+			AND b.expires_at <= $2 AND u.state = 'pending' AND u.lease_until <= $2
+		RETURNING 1),
+	fences AS (
+		SELECT f.notification_epoch, f.notification_id, f.notification_seq
+		FROM push_dismissed_events f, b
+		WHERE EXISTS (SELECT 1 FROM leased) AND f.host_fingerprint = b.host_fingerprint
+			AND f.notification_id IN (SELECT m ->> 'notificationId' FROM jsonb_array_elements(b.payload_json::jsonb) m))
+	SELECT b.batch_id, b.host_fingerprint, b.registration_id, b.kind, b.payload_json, b.members, b.state,
+		b.due_at, b.expires_at, b.lease_until, b.attempts, b.scheduled_at, b.created_at,
+		(SELECT until FROM sib), (SELECT attempts FROM leased), EXISTS (SELECT 1 FROM expired),
+		d.registration_id, d.token, d.platform, d.apns_environment, d.dead_at,
+		ARRAY(SELECT notification_epoch FROM fences), ARRAY(SELECT notification_id FROM fences),
+		ARRAY(SELECT notification_seq FROM fences)
+	FROM b LEFT JOIN push_devices d ON d.registration_id = b.registration_id`
+
+// claim runs postgresClaim as the transaction's final statement: BEGIN, the
+// host lock, the claim and COMMIT go in one round trip.
+func (postgresDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, error) {
+	var (
+		c                         Claim
+		held, attempts, dead      sql.NullInt64
+		reg, token, platform, env sql.NullString
+		epochs, notificationIDs   []string
+		seqs                      []int64
+	)
+	b := &c.Batch
+	err := t.r.final(ctx, postgresClaim, a.id, a.now, a.token, a.leaseUntil, nullable(a.expiredReason), EmptyPayload).
+		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,
+			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &b.Attempts, &b.ScheduledAt, &b.CreatedAt,
+			&held, &attempts, &c.Expired, &reg, &token, &platform, &env, &dead,
+			&epochs, &notificationIDs, &seqs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Claim{}, nil
+	}
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim: %w", err)
+	}
+	if attempts.Valid {
+		c.Leased, c.Attempts = true, int(attempts.Int64)
+		c.Fences = make(map[FenceKey]int64, len(epochs))
+		for i := range epochs {
+			c.Fences[FenceKey{Epoch: epochs[i], NotificationID: notificationIDs[i]}] = seqs[i]
+		}
+	}
+	switch {
+	case c.Leased || c.Expired || b.State != BatchPending:
+	case b.LeaseUntil > a.now:
+		c.HeldUntil = b.LeaseUntil
+	case b.ExpiresAt <= a.now || b.DueAt > a.now:
+	case held.Valid:
+		c.HeldUntil = held.Int64
+	}
+	if reg.Valid {
+		c.Device = Device{RegistrationID: reg.String, HostFingerprint: b.Host, Token: token.String,
+			Platform: contract.Platform(platform.String), APNSEnvironment: contract.APNSEnvironment(env.String),
+			Dead: dead.Valid}
+	}
+	return c, nil
+}
+
+// claim runs the claim's statements in the immediate transaction.
+func (sqliteDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, error) {
+	return claimInTx(ctx, t, a)
+}
