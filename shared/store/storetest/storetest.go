@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -112,4 +113,21 @@ func redact(u string) string {
 		}
 	}
 	return u
+}
+
+// SQL opens the database opts names with database/sql, beside the store, for
+// a benchmark's floor that must run bare statements; it is closed when t
+// ends.
+func SQL(t testing.TB, opts store.Options) *sql.DB {
+	t.Helper()
+	driver, dsn := "pgx", opts.DatabaseURL
+	if dsn == "" {
+		driver, dsn = "sqlite", "file:"+filepath.Join(opts.DataDir, store.SQLiteFile)+"?_pragma=busy_timeout(10000)"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
