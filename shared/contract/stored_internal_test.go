@@ -44,6 +44,12 @@ func randStored(r *rand.Rand) Notification {
 	if r.IntN(2) == 0 {
 		n.WorktreeID = "w" + text(10)
 	}
+	if r.IntN(2) == 0 {
+		n.PaneKey = []string{"", SealedPaneKeyPrefix}[r.IntN(2)] + "p" + text(10)
+	}
+	if r.IntN(2) == 0 {
+		n.ExecutionHost = ExecutionHostPrefix + "h" + text(10)
+	}
 	return n
 }
 
