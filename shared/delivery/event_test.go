@@ -53,6 +53,14 @@ func TestContentFingerprint(t *testing.T) {
 	if contentFingerprint(&n) == want {
 		t.Error("a changed body kept the fingerprint")
 	}
+	// Gen D's fields are content, after Gen B's keys:
+	// sha256(`{"notificationId":"n1","notificationSeq":7,"notificationEpoch":"epoch-1","source":"plugin",
+	// "kind":"alert","agentState":null,"title":"T","body":"","paneKey":"e2e1:AAAA","executionHost":"runtime:h"}`)
+	n = base
+	n.PaneKey, n.ExecutionHost = "e2e1:AAAA", "runtime:h"
+	if got := contentFingerprint(&n); got != "08c2e213e0ec851e13f8576423a00379fd950192f318b30f83565f6b845bc8b6" {
+		t.Errorf("contentFingerprint(%s) = %q", n.AppendJSON(nil, true), got)
+	}
 }
 
 func TestNewDeadline(t *testing.T) {
