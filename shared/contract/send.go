@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -274,6 +275,10 @@ func jsWhiteSpace(r rune) bool {
 // so an older desktop's notification keeps its bytes, its fingerprint and
 // its stored form.
 func (n *Notification) AppendJSON(b []byte, withSound bool) []byte {
+	// Room for the keys, the numbers and the strings unescaped, so that
+	// the common notification is written without growing b again.
+	b = slices.Grow(b, 256+len(n.NotificationID)+len(n.Epoch)+len(n.Title)+len(n.Body)+
+		len(n.WorktreeID)+len(n.PaneKey)+len(n.ExecutionHost))
 	b = append(b, '{')
 	first := true
 	key := func(k string) {
@@ -340,27 +345,32 @@ func (n *Notification) AppendJSON(b []byte, withSound bool) []byte {
 func AppendJSString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0 // the run of bytes copied as they stand begins here
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		start = i + 1
+		switch c {
+		case '"', '\\':
 			b = append(b, '\\', c)
-		case c == '\b':
+		case '\b':
 			b = append(b, '\\', 'b')
-		case c == '\f':
+		case '\f':
 			b = append(b, '\\', 'f')
-		case c == '\n':
+		case '\n':
 			b = append(b, '\\', 'n')
-		case c == '\r':
+		case '\r':
 			b = append(b, '\\', 'r')
-		case c == '\t':
+		case '\t':
 			b = append(b, '\\', 't')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		default:
-			b = append(b, c)
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
