@@ -149,10 +149,11 @@ func TestDataForm(t *testing.T) {
 		return v
 	}
 	m := byName["single_alert"].Message()
+	life := contract.EventLifetime.Milliseconds()
 	for _, tt := range []struct {
 		now  int64
 		want string
-	}{{m.Deadline - 300_000, `"300s"`}, {m.Deadline - 1001, `"2s"`}, {m.Deadline - 1, `"1s"`}} {
+	}{{m.Deadline - life, fmt.Sprintf(`"%ds"`, life/1000)}, {m.Deadline - 1001, `"2s"`}, {m.Deadline - 1, `"1s"`}} {
 		if got := string(decode(fcm.DataMessageJSON(m, "", tt.now)).Android["ttl"]); got != tt.want {
 			t.Errorf("data-only ttl at deadline−%d ms = %s, want %s", m.Deadline-tt.now, got, tt.want)
 		}
