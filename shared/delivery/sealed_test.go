@@ -9,6 +9,7 @@ import (
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
+	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
 
@@ -144,5 +145,38 @@ func (e *env) setWindow(t testing.TB, w time.Duration) {
 		Scheduler: e.sched, Coalesce: w})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSealedDismissal: a dismissal fences and cancels a sealed alert by its
+// opaque id and epoch as for any alert: the sealed batch, due but not yet
+// delivered, ends dismissed, and the same alert sent again is dropped.
+func TestSealedDismissal(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := mustEnv(t, d)
+			p := e.device(t, "hostA", "phone")
+			n := sealed(3)
+			e.mustSend(t, contract.StatusQueued, "hostA", n, p)
+			batch := e.sched.take()[0].BatchID
+			dismiss := sealed(4)
+			dismiss.NotificationID, dismiss.Kind = n.NotificationID, contract.KindDismiss
+			e.mustSend(t, contract.StatusQueued, "hostA", dismiss, p)
+			if b := e.batch(t, batch); b.State != store.BatchDismissed {
+				t.Errorf("sealed batch is %s, want dismissed", b.State)
+			}
+			e.sched.take()
+			before := e.rows(t)
+			e.mustSend(t, contract.StatusQueued, "hostA", sealed(2), p) // its own opaque id: not fenced
+			again := n
+			again.Seq = 1 // below the fence, same opaque id and epoch
+			e.mustSend(t, contract.StatusQueued, "hostA", again, p)
+			if calls := e.sched.take(); len(calls) != 1 {
+				t.Errorf("after the fence scheduled %v, want only the alert with its own id", calls)
+			}
+			if got := e.rows(t)["batches"]; got != before["batches"]+1 {
+				t.Errorf("batches %d, want %d", got, before["batches"]+1)
+			}
+		})
 	}
 }
