@@ -75,6 +75,17 @@ variable "coalesce_ms" {
   default     = 3000
 }
 
+variable "fcm_message" {
+  description = "ORCA_PUSH_FCM_MESSAGE: the FCM message form, notification (the contract's, for the phones it was written for; sealed alerts still go data-only) or data (every Android send data-only, for today's Orca phones; pair it with coalesce_ms = 0)."
+  type        = string
+  default     = "notification"
+
+  validation {
+    condition     = contains(["notification", "data"], var.fcm_message)
+    error_message = "fcm_message must be notification or data (the gateway refuses to start on anything else)."
+  }
+}
+
 variable "database_pool_max" {
   description = "ORCA_PUSH_DATABASE_POOL_MAX: connections per instance. Instances x pool must stay under the instance's max_connections."
   type        = number

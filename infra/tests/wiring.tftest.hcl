@@ -96,6 +96,7 @@ run "wiring" {
       "ORCA_PUSH_PUBLIC_URL", "ORCA_PUSH_DATABASE_URL", "ORCA_PUSH_CLOUDSQL_INSTANCE", "ORCA_PUSH_DATABASE_POOL_MAX",
       "ORCA_PUSH_APNS_TOPIC", "ORCA_PUSH_FCM_PROJECT_ID", "ORCA_PUSH_COALESCE_MS", "ORCA_PUSH_TRUSTED_PROXY_HOPS",
       "ORCA_PUSH_TASKS_QUEUE", "ORCA_PUSH_DELIVER_URL", "ORCA_PUSH_TASKS_SERVICE_ACCOUNT", "ORCA_PUSH_TASKS_AUDIENCE",
+      "ORCA_PUSH_FCM_MESSAGE",
     ], keys(f.service_config[0].environment_variables))) == 0])
     error_message = "every function must get every gateway env var"
   }
@@ -109,9 +110,10 @@ run "wiring" {
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_QUEUE == "projects/onorca-cloud/locations/us-central1/queues/orca-cloud-push-deliver" &&
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_DELIVER_URL == "https://orca-cloud-push-deliver-123456789012.us-central1.run.app" &&
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_AUDIENCE == "https://orca-cloud-push-deliver-123456789012.us-central1.run.app" &&
-      google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_SERVICE_ACCOUNT == "orca-cloud-push-tasks@onorca-cloud.iam.gserviceaccount.com"
+      google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_SERVICE_ACCOUNT == "orca-cloud-push-tasks@onorca-cloud.iam.gserviceaccount.com" &&
+      google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_FCM_MESSAGE == "notification"
     )
-    error_message = "gateway env values are wired wrong (database URL, instance, public URL, proxy hops, queue, deliver URL/audience, tasks SA)"
+    error_message = "gateway env values are wired wrong (database URL, instance, public URL, proxy hops, queue, deliver URL/audience, tasks SA, FCM message form)"
   }
 
   # --- who may invoke what --------------------------------------------------------------------------------------
@@ -225,4 +227,30 @@ run "wiring" {
     )
     error_message = "push.onorca.dev: certificate, host rule and HTTPS forwarding rule on the static IP"
   }
+}
+
+# ORCA_PUSH_FCM_MESSAGE: the variable reaches every function, and a value the gateway would refuse to start on is
+# refused at plan time.
+run "fcm_message_data" {
+  command = apply
+
+  variables {
+    fcm_message = "data"
+  }
+
+  assert {
+    condition = alltrue([for k, f in google_cloudfunctions2_function.fn :
+    f.service_config[0].environment_variables.ORCA_PUSH_FCM_MESSAGE == "data"])
+    error_message = "fcm_message must reach every function as ORCA_PUSH_FCM_MESSAGE"
+  }
+}
+
+run "fcm_message_refused" {
+  command = plan
+
+  variables {
+    fcm_message = "both"
+  }
+
+  expect_failures = [var.fcm_message]
 }

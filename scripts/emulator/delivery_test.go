@@ -31,13 +31,19 @@ type emu struct {
 	host *hostclient.Client
 }
 
-func startEmu(t *testing.T, d storetest.Dialect) *emu {
+// startEmu starts an emulator on d; extra holds more variables as
+// "NAME=value".
+func startEmu(t *testing.T, d storetest.Dialect, extra ...string) *emu {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	origin := "http://" + srv.Listener.Addr().String()
 	opts := d.Options(t)
 	env := map[string]string{
 		"ORCA_PUSH_PUBLIC_URL": origin, "ORCA_PUSH_DATABASE_URL": opts.DatabaseURL, "ORCA_PUSH_DATA_DIR": opts.DataDir,
+	}
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {

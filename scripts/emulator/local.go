@@ -108,7 +108,8 @@ func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Co
 	if err != nil {
 		return nil, err
 	}
-	l.fcm, err = fcm.New(ctx, fcm.Options{ProjectID: cfg.FCMProjectID, Endpoint: l.standins.FCMEndpoint(), Clock: clk})
+	l.fcm, err = fcm.New(ctx, fcm.Options{ProjectID: cfg.FCMProjectID, Endpoint: l.standins.FCMEndpoint(), Clock: clk,
+		DataOnly: cfg.FCMMessage == config.FCMData})
 	if err != nil {
 		return nil, fmt.Errorf("fcm: %w", err)
 	}

@@ -42,6 +42,9 @@ type Config struct {
 	APNSTopic string
 	// FCMProjectID is ORCA_PUSH_FCM_PROJECT_ID.
 	FCMProjectID string
+	// FCMMessage is ORCA_PUSH_FCM_MESSAGE, the form of FCM messages
+	// (default FCMNotification).
+	FCMMessage FCMMessage
 	// Coalesce is ORCA_PUSH_COALESCE_MS.
 	Coalesce time.Duration
 	// TrustedProxyHops is ORCA_PUSH_TRUSTED_PROXY_HOPS.
@@ -58,6 +61,21 @@ type Config struct {
 	// ManualClock is ORCA_PUSH_MANUAL_CLOCK=1 (emulator only).
 	ManualClock bool
 }
+
+// FCMMessage is the form of the FCM messages the gateway sends
+// (decisions table, "FCM message").
+type FCMMessage string
+
+// The values of ORCA_PUSH_FCM_MESSAGE.
+const (
+	// FCMNotification keeps the notification message the contract
+	// describes for every send but a sealed alert, which is always
+	// data-only: the default, for the phones the contract was written for.
+	FCMNotification FCMMessage = "notification"
+	// FCMData sends every Android message in Gen D's data-only form, which
+	// today's Orca phones need (reference-behaviour §7.2).
+	FCMData FCMMessage = "data"
+)
 
 // VarError is a configuration variable that is missing or wrong. Its text
 // names the variable and the rule, never the value.
@@ -96,6 +114,7 @@ func Load(getenv func(string) string) (Config, error) {
 		AppleTeamID:         get("ORCA_PUSH_APPLE_TEAM_ID"),
 		APNSTopic:           or(get("ORCA_PUSH_APNS_TOPIC"), contract.DefaultAPNSTopic),
 		FCMProjectID:        or(get("ORCA_PUSH_FCM_PROJECT_ID"), contract.DefaultFCMProjectID),
+		FCMMessage:          FCMMessage(or(get("ORCA_PUSH_FCM_MESSAGE"), string(FCMNotification))),
 		TasksQueue:          get("ORCA_PUSH_TASKS_QUEUE"),
 		DeliverURL:          get("ORCA_PUSH_DELIVER_URL"),
 		TasksServiceAccount: get("ORCA_PUSH_TASKS_SERVICE_ACCOUNT"),
@@ -155,6 +174,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if !fcmProjectRegexp.MatchString(c.FCMProjectID) {
 		errs = append(errs, &VarError{"ORCA_PUSH_FCM_PROJECT_ID", "must be 4..64 lower-case letters, digits or dashes"})
+	}
+	if c.FCMMessage != FCMNotification && c.FCMMessage != FCMData {
+		errs = append(errs, &VarError{"ORCA_PUSH_FCM_MESSAGE", "must be notification or data"})
 	}
 	if c.CloudSQLInstance != "" && c.DatabaseURL == "" {
 		errs = append(errs, &VarError{"ORCA_PUSH_CLOUDSQL_INSTANCE", "needs ORCA_PUSH_DATABASE_URL (user and database name)"})

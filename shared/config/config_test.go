@@ -22,7 +22,7 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Port != 8080 || c.DataDir != "./data/push" || c.PoolMax != 10 || c.APNSTopic != contract.DefaultAPNSTopic ||
 		c.FCMProjectID != contract.DefaultFCMProjectID || c.Coalesce != 3*time.Second || c.TrustedProxyHops != 0 ||
-		c.APNSKey != "" {
+		c.APNSKey != "" || c.FCMMessage != config.FCMNotification {
 		t.Fatalf("defaults = %+v", c)
 	}
 }
@@ -44,6 +44,8 @@ func TestRefusals(t *testing.T) {
 		{"coalesce range", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_COALESCE_MS": "60001"}, "ORCA_PUSH_COALESCE_MS"},
 		{"hops range", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_TRUSTED_PROXY_HOPS": "9"}, "ORCA_PUSH_TRUSTED_PROXY_HOPS"},
 		{"project", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_FCM_PROJECT_ID": "Bad_Project"}, "ORCA_PUSH_FCM_PROJECT_ID"},
+		{"fcm message unknown", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_FCM_MESSAGE": "both"}, "ORCA_PUSH_FCM_MESSAGE"},
+		{"fcm message upper case", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_FCM_MESSAGE": "DATA"}, "ORCA_PUSH_FCM_MESSAGE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,5 +122,23 @@ func TestVarsListsWhatLoadReads(t *testing.T) {
 	}
 	if diff := cmp.Diff(read, listed); diff != "" {
 		t.Fatalf("variables (-read by Load +listed by Vars):\n%s", diff)
+	}
+}
+
+// TestFCMMessage pins the values of ORCA_PUSH_FCM_MESSAGE: notification by
+// default (also when blank), data when asked; anything else refuses to start.
+func TestFCMMessage(t *testing.T) {
+	tests := []struct {
+		value string
+		want  config.FCMMessage
+	}{{"", config.FCMNotification}, {" ", config.FCMNotification}, {"notification", config.FCMNotification}, {" data ", config.FCMData}}
+	for _, tt := range tests {
+		c, err := load(map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_FCM_MESSAGE": tt.value})
+		if err != nil || c.FCMMessage != tt.want {
+			t.Errorf("ORCA_PUSH_FCM_MESSAGE=%q: FCMMessage = %q, %v; want %q", tt.value, c.FCMMessage, err, tt.want)
+		}
+	}
+	if config.FCMNotification != "notification" || config.FCMData != "data" {
+		t.Errorf("wire values = %q, %q", config.FCMNotification, config.FCMData)
 	}
 }

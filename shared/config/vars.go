@@ -33,6 +33,8 @@ func Vars() []Var {
 		{"ORCA_PUSH_FCM_PROJECT_ID", contract.DefaultFCMProjectID, "FCM project"},
 		{"ORCA_PUSH_COALESCE_MS", ms(contract.DefaultCoalesce.Milliseconds()),
 			"coalescing window in ms, 0.." + ms(contract.MaxCoalesce.Milliseconds())},
+		{"ORCA_PUSH_FCM_MESSAGE", string(FCMNotification),
+			"FCM message form: notification (today's) or data (data-only, for today's Orca phones)"},
 		{"ORCA_PUSH_TRUSTED_PROXY_HOPS", "0", "proxies that append to x-forwarded-for after the client"},
 		{"ORCA_PUSH_TASKS_QUEUE", "unset", "Cloud Tasks queue path"},
 		{"ORCA_PUSH_DELIVER_URL", "unset", "the deliver function's URL"},

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // object is one parsed JSON object: each key with its raw value. Duplicate
@@ -48,22 +49,28 @@ func invalid(format string, args ...any) error {
 }
 
 // parseTop parses a whole request body: exactly one JSON object and nothing
-// after it but white space.
+// after it but white space. It reads the body once, as the object's tokens,
+// rather than first copying it out as one value.
 func parseTop(body []byte) (*object, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return nil, invalid("body is not JSON")
+	o, err := readObject(dec, "body")
+	if err != nil {
+		return nil, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, invalid("trailing data after the body")
 	}
-	return parseObject(raw, "body")
+	return o, nil
 }
 
 // parseObject parses raw, which must be a JSON object, refusing duplicate keys.
 func parseObject(raw json.RawMessage, what string) (*object, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	return readObject(json.NewDecoder(bytes.NewReader(raw)), what)
+}
+
+// readObject reads one JSON object from dec, through its closing brace:
+// each key with its raw value, refusing duplicate keys.
+func readObject(dec *json.Decoder, what string) (*object, error) {
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('{') {
 		return nil, invalid("%s is not an object", what)
@@ -83,6 +90,9 @@ func parseObject(raw json.RawMessage, what string) (*object, error) {
 			return nil, invalid("%s repeats a key", what)
 		}
 		o.fields[key] = v
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, invalid("%s is malformed", what)
 	}
 	return o, nil
 }
@@ -127,8 +137,29 @@ func (o *object) str(key string, required bool) (s string, present bool) {
 		}
 		return "", false
 	}
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok = unquote(raw)
+	if !ok {
 		o.fail(invalid("%s must be a string", key))
+		return "", false
+	}
+	return s, true
+}
+
+// unquote returns the string the JSON value raw holds, and false when raw is
+// not a string. raw was read by a json.Decoder, so it is valid JSON. A
+// string with no escape and valid UTF-8 (the common form, and every long
+// paneKey's) is its bytes as they stand, without encoding/json scanning it
+// twice more; any other goes through json.Unmarshal, which also replaces
+// invalid UTF-8 with U+FFFD as before.
+func unquote(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
 		return "", false
 	}
 	return s, true
@@ -210,8 +241,8 @@ func (o *object) stringArray(key string) []string {
 	}
 	out := make([]string, 0, len(items))
 	for _, it := range items {
-		var s string
-		if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &s) != nil {
+		s, ok := unquote(it)
+		if !ok {
 			o.fail(invalid("%s must hold strings", key))
 			return nil
 		}

@@ -95,6 +95,25 @@ const (
 	MaxSafeInteger = 1<<53 - 1
 	// MaxNotificationBytes bounds the UTF-8 JSON of the parsed notification.
 	MaxNotificationBytes = 3000
+	// MaxPaneKey is the paneKey limit (1..MaxPaneKey), in UTF-16 code units
+	// as the desktop counts; no charset rule (decisions table, Gen D).
+	MaxPaneKey = 2048
+	// MaxExecutionHost is the executionHost limit, in UTF-16 code units,
+	// its ExecutionHostPrefix included (decisions table, Gen D).
+	MaxExecutionHost = 2048
+)
+
+// Gen D's optional notification fields (decisions table: paneKey,
+// executionHost; issue "Today's Orca desktops and phones").
+const (
+	// SealedPaneKeyPrefix starts the paneKey of a sealed notification: the
+	// rest is standard base64 of a 24-byte nonce and a NaCl secretbox the
+	// phone opens with a key the gateway never has. Such an alert is never
+	// summarised and is due at once.
+	SealedPaneKeyPrefix = "e2e1:"
+	// ExecutionHostPrefix starts every executionHost; one or more
+	// characters follow, none of them '|' or JavaScript white space.
+	ExecutionHostPrefix = "runtime:"
 )
 
 // Send admission and delivery (contract "Send", "Coalescing"; reference §4–6).

@@ -1,6 +1,10 @@
 package contract
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // Kind is a notification's kind; an omitted kind is an alert.
 type Kind string
@@ -37,6 +41,11 @@ type Notification struct {
 	Title          string
 	Body           string
 	WorktreeID     string // optional
+	// PaneKey and ExecutionHost are Gen D's optional fields, forwarded to
+	// the phone verbatim (decisions table). A PaneKey starting with
+	// SealedPaneKeyPrefix marks sealed content ([Notification.Sealed]).
+	PaneKey       string
+	ExecutionHost string
 }
 
 // EffectiveKind returns the kind, with an omitted kind read as an alert.
@@ -49,6 +58,17 @@ func (n *Notification) EffectiveKind() Kind {
 
 // Silent reports whether the sender asked for no sound.
 func (n *Notification) Silent() bool { return n.Sound != nil && !*n.Sound }
+
+// Sealed reports whether the notification's content is sealed for the phone
+// ([SealedPaneKey] of its paneKey): its title is a placeholder, and only the
+// phone can open what its paneKey carries. A sealed alert is never
+// summarised and is due at once; on Android it always goes as a data-only
+// FCM message (decisions table).
+func (n *Notification) Sealed() bool { return SealedPaneKey(n.PaneKey) }
+
+// SealedPaneKey reports whether paneKey marks sealed content: it starts
+// with SealedPaneKeyPrefix. It is the one place that test is written.
+func SealedPaneKey(paneKey string) bool { return strings.HasPrefix(paneKey, SealedPaneKeyPrefix) }
 
 // SendRequest is the body of POST /v1/send.
 type SendRequest struct {
@@ -149,6 +169,16 @@ func readNotification(o *object) Notification {
 	if id, ok := o.fields["notificationId"]; ok && string(id) == `""` {
 		o.fail(invalid("notificationId is empty"))
 	}
+	if k, ok := o.str("paneKey", false); ok && k == "" {
+		o.fail(invalid("paneKey is empty"))
+	} else {
+		n.PaneKey = k
+	}
+	if h, ok := o.str("executionHost", false); ok && h == "" {
+		o.fail(invalid("executionHost is empty"))
+	} else {
+		n.ExecutionHost = h
+	}
 	return n
 }
 
@@ -174,6 +204,12 @@ func (n *Notification) validate() error {
 	if UTF16Len(n.WorktreeID) > MaxWorktreeID {
 		return invalid("worktreeId is out of range")
 	}
+	if UTF16Len(n.PaneKey) > MaxPaneKey {
+		return invalid("paneKey is out of range")
+	}
+	if n.ExecutionHost != "" && !validExecutionHost(n.ExecutionHost) {
+		return invalid("executionHost is malformed")
+	}
 	if n.Kind == KindDismiss && n.NotificationID == "" {
 		return invalid("a dismissal needs a notificationId")
 	}
@@ -193,13 +229,56 @@ func printableASCII(s string) bool {
 	return true
 }
 
+// validExecutionHost reports whether s is an executionHost as Gen D's
+// schema accepts it: at most MaxExecutionHost UTF-16 code units,
+// ExecutionHostPrefix, then one or more characters none of which is '|' or
+// JavaScript white space (the regular expression /^runtime:[^|\s]+$/).
+func validExecutionHost(s string) bool {
+	rest, ok := strings.CutPrefix(s, ExecutionHostPrefix)
+	if !ok || rest == "" || UTF16Len(s) > MaxExecutionHost {
+		return false
+	}
+	for _, r := range rest {
+		if r == '|' || jsWhiteSpace(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// jsWhiteSpace reports whether r is in JavaScript's \s: ECMA-262's
+// WhiteSpace and LineTerminator code points, listed one by one. Go's \s
+// (ASCII only) and unicode.IsSpace (which has U+0085 and lacks U+FEFF) are
+// other sets.
+func jsWhiteSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ',
+		'\u00a0', '\u1680',
+		'\u2000', '\u2001', '\u2002', '\u2003', '\u2004', '\u2005',
+		'\u2006', '\u2007', '\u2008', '\u2009', '\u200a',
+		'\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
+		return true
+	}
+	return false
+}
+
 // AppendJSON appends the notification's JSON as the original gateway's schema
 // rebuilt it: schema key order, absent optional keys omitted, agentState null
 // when empty, strings escaped as JavaScript's JSON.stringify escapes them, so
 // its length is the length the 3000-byte rule measures. With withSound false,
 // sound is left out and kind is normalised (an omitted kind written as
 // "alert"): that is the content the idempotency fingerprint hashes.
+//
+// paneKey and executionHost come last, in that order, after Gen B's keys:
+// nothing in ../shared records where Gen D's schema puts them, and the
+// 3000-byte rule does not depend on key order. Absent, they write nothing,
+// so an older desktop's notification keeps its bytes, its fingerprint and
+// its stored form.
 func (n *Notification) AppendJSON(b []byte, withSound bool) []byte {
+	// Room for the keys, the numbers and the strings unescaped, so that
+	// the common notification is written without growing b again.
+	b = slices.Grow(b, 256+len(n.NotificationID)+len(n.Epoch)+len(n.Title)+len(n.Body)+
+		len(n.WorktreeID)+len(n.PaneKey)+len(n.ExecutionHost))
 	b = append(b, '{')
 	first := true
 	key := func(k string) {
@@ -249,6 +328,14 @@ func (n *Notification) AppendJSON(b []byte, withSound bool) []byte {
 		key("worktreeId")
 		b = AppendJSString(b, n.WorktreeID)
 	}
+	if n.PaneKey != "" {
+		key("paneKey")
+		b = AppendJSString(b, n.PaneKey)
+	}
+	if n.ExecutionHost != "" {
+		key("executionHost")
+		b = AppendJSString(b, n.ExecutionHost)
+	}
 	return append(b, '}')
 }
 
@@ -258,27 +345,32 @@ func (n *Notification) AppendJSON(b []byte, withSound bool) []byte {
 func AppendJSString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0 // the run of bytes copied as they stand begins here
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		start = i + 1
+		switch c {
+		case '"', '\\':
 			b = append(b, '\\', c)
-		case c == '\b':
+		case '\b':
 			b = append(b, '\\', 'b')
-		case c == '\f':
+		case '\f':
 			b = append(b, '\\', 'f')
-		case c == '\n':
+		case '\n':
 			b = append(b, '\\', 'n')
-		case c == '\r':
+		case '\r':
 			b = append(b, '\\', 'r')
-		case c == '\t':
+		case '\t':
 			b = append(b, '\\', 't')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		default:
-			b = append(b, c)
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 

@@ -56,6 +56,8 @@ type storedNotification struct {
 	Title          string      `json:"title"`
 	Body           string      `json:"body"`
 	WorktreeID     string      `json:"worktreeId"`
+	PaneKey        string      `json:"paneKey"`
+	ExecutionHost  string      `json:"executionHost"`
 }
 
 func (s *storedNotification) notification() Notification {
@@ -63,6 +65,7 @@ func (s *storedNotification) notification() Notification {
 		NotificationID: s.NotificationID, Seq: s.Seq, Epoch: s.Epoch, Source: s.Source,
 		Sound: s.Sound, Kind: s.Kind, ExpiresAt: s.ExpiresAt,
 		Title: s.Title, Body: s.Body, WorktreeID: s.WorktreeID,
+		PaneKey: s.PaneKey, ExecutionHost: s.ExecutionHost,
 	}
 	if s.AgentState != nil {
 		n.AgentState = *s.AgentState
@@ -131,6 +134,12 @@ func (s *storedScanner) notification() Notification {
 	n.Body = s.str()
 	if s.lit(`,"worktreeId":`) {
 		n.WorktreeID = s.str()
+	}
+	if s.lit(`,"paneKey":`) {
+		n.PaneKey = s.str()
+	}
+	if s.lit(`,"executionHost":`) {
+		n.ExecutionHost = s.str()
 	}
 	s.expect("}")
 	return n

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -43,6 +44,12 @@ func randStored(r *rand.Rand) Notification {
 	n.AgentState = []AgentState{"", AgentNeedsInput, AgentFinished}[r.IntN(3)]
 	if r.IntN(2) == 0 {
 		n.WorktreeID = "w" + text(10)
+	}
+	if r.IntN(2) == 0 {
+		n.PaneKey = []string{"", SealedPaneKeyPrefix}[r.IntN(2)] + "p" + text(10)
+	}
+	if r.IntN(2) == 0 {
+		n.ExecutionHost = ExecutionHostPrefix + "h" + text(10)
 	}
 	return n
 }
@@ -124,4 +131,29 @@ func FuzzScanNotifications(f *testing.F) {
 			t.Fatalf("scanner and encoding/json differ on %q (-json +scan):\n%s", payload, diff)
 		}
 	})
+}
+
+// TestAppendJSString: for valid UTF-8 without U+2028 and U+2029 (which only
+// Go's encoder escapes), AppendJSString writes what encoding/json writes
+// without HTML escaping, which for those strings is JSON.stringify's text.
+func TestAppendJSString(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 2000 {
+		var sb strings.Builder
+		for range r.IntN(40) {
+			if c := storedPool[r.IntN(len(storedPool))]; c != '\u2028' {
+				sb.WriteRune(c)
+			}
+		}
+		s := sb.String()
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendJSString([]byte("x"), s); string(got) != "x"+strings.TrimSuffix(want.String(), "\n") {
+			t.Fatalf("AppendJSString(%q) = %s, want x%s", s, got, want.String())
+		}
+	}
 }

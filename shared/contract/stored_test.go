@@ -17,7 +17,9 @@ func TestStoredNotificationsRoundTrip(t *testing.T) {
 		{Seq: 0, Epoch: "e", Source: contract.SourceTerminalBell, Title: "t"},
 		{NotificationID: "n \"1\"", Seq: contract.MaxSafeInteger, Epoch: "e\u2028", Source: contract.SourcePlugin,
 			Sound: &off, Kind: contract.KindAlert, ExpiresAt: 1_800_000_000_000, AgentState: contract.AgentNeedsInput,
-			Title: "<b>&</b> 😀", Body: "line\nbreak\u0001", WorktreeID: "w"},
+			Title: "<b>&</b> 😀", Body: "line\nbreak\u0001", WorktreeID: "w",
+			PaneKey: "e2e1:\"pane\"\n😀", ExecutionHost: "runtime:env%201"},
+		{Seq: 4, Epoch: "e", Source: contract.SourcePlugin, Title: "t", ExecutionHost: "runtime:h"},
 		{NotificationID: "n2", Seq: 3, Epoch: "e", Source: contract.SourceAgentTaskComplete, Sound: &on,
 			Kind: contract.KindDismiss, AgentState: contract.AgentFinished, Title: "t", Body: "b"},
 	}

@@ -14,8 +14,19 @@ import (
 // §5.1): it joins the registration's open batch when the result may still be
 // delivered as one summary; otherwise the open batch becomes due now and the
 // alert opens a batch of its own, due when the window closes.
+//
+// A sealed alert is never summarised (decisions table): the phone must open
+// each one itself, and today's phones read no summaryMembers. It joins
+// nothing, leaves the open batch as it is, and opens a batch of its own due
+// now, which nothing joins either: a batch is joinable only while its due
+// time is after now (store.OpenBatch), also with a window of 0 and a clock
+// that has not moved.
 func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, reg string,
 	open store.OpenBatch, deadline, now int64, out *outcome) error {
+	window := a.coalesce
+	if ev.n.Sealed() {
+		open, window = store.OpenBatch{}, 0
+	}
 	if open.ID != "" {
 		payload, members, ok, err := join(ev, open, deadline)
 		if err != nil {
@@ -29,7 +40,7 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 		}
 		out.due = append(out.due, due{batchID: open.ID, at: now})
 	}
-	dueAt := dueTime(now, a.coalesce, deadline)
+	dueAt := dueTime(now, window, deadline)
 	id, err := tx.InsertBatch(ctx, store.NewBatch{
 		Host: ev.host, RegistrationID: reg, Kind: contract.KindAlert,
 		Payload: singlePayload(ev.item), Members: 1,

@@ -1,6 +1,8 @@
 package delivery
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"onorca.dev/push/shared/contract"
@@ -53,6 +55,14 @@ func TestContentFingerprint(t *testing.T) {
 	if contentFingerprint(&n) == want {
 		t.Error("a changed body kept the fingerprint")
 	}
+	// Gen D's fields are content, after Gen B's keys:
+	// sha256(`{"notificationId":"n1","notificationSeq":7,"notificationEpoch":"epoch-1","source":"plugin",
+	// "kind":"alert","agentState":null,"title":"T","body":"","paneKey":"e2e1:AAAA","executionHost":"runtime:h"}`)
+	n = base
+	n.PaneKey, n.ExecutionHost = "e2e1:AAAA", "runtime:h"
+	if got := contentFingerprint(&n); got != "08c2e213e0ec851e13f8576423a00379fd950192f318b30f83565f6b845bc8b6" {
+		t.Errorf("contentFingerprint(%s) = %q", n.AppendJSON(nil, true), got)
+	}
 }
 
 func TestNewDeadline(t *testing.T) {
@@ -71,5 +81,34 @@ func TestNewDeadline(t *testing.T) {
 		if got := newDeadline(&contract.Notification{ExpiresAt: tt.expiresAt}, now); got != tt.want {
 			t.Errorf("newDeadline(expiresAt %d) = %d, want %d", tt.expiresAt, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkDecodeAndPrepare measures the work of one /v1/send before the
+// database that Gen D's fields add to: the strict decode (with the
+// 3000-byte rule) and the event's identity, content fingerprint and stored
+// form (newEvent), for BenchmarkSendAdmission's typical alert without and
+// with a 400-character sealed paneKey.
+func BenchmarkDecodeAndPrepare(b *testing.B) {
+	const body = `{"v":1,"registrationIds":["7c0a3e55-8a55-4f8e-9a54-1f0b8d6c2e11"],"notification":{` +
+		`"notificationId":"agent-task-41","notificationSeq":41,"notificationEpoch":"3f1c2a9e-5b7d-4c1e-9a4f-1e2d3c4b5a69",` +
+		`"source":"agent-task-complete","agentState":"finished","title":"Refactor finished","body":"Claude finished ` +
+		`the refactor of shared/store: 14 files changed, all tests pass.","worktreeId":"wt-orca-main"`
+	for _, pane := range []int{0, 400} {
+		req := body
+		if pane > 0 {
+			req += `,"paneKey":"` + contract.SealedPaneKeyPrefix + strings.Repeat("Qk9YK3N", 57)[:pane-len(contract.SealedPaneKeyPrefix)] + `"`
+		}
+		req += "}}"
+		b.Run(fmt.Sprintf("pane=%d", pane), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := contract.DecodeSendRequest([]byte(req))
+				if err != nil {
+					b.Fatal(err)
+				}
+				newEvent("AbCdEfGhIjKlMnOp", &r.Notification, 1_800_000_000_000)
+			}
+		})
 	}
 }

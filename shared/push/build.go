@@ -15,8 +15,9 @@ const SummaryTitle = "Orca"
 // fingerprint, members the batch's notifications in arrival order, and
 // deadline the batch's deadline in epoch milliseconds. A single member keeps
 // its title and body; several make a summary titled [SummaryTitle] that
-// carries the latest member's routing fields (reference-behaviour §5.3). The
-// collapse id follows §5.4. Build panics if members is empty.
+// carries the latest member's routing fields (reference-behaviour §5.3), Gen
+// D's paneKey and executionHost among them. The collapse id follows §5.4.
+// Build panics if members is empty.
 func Build(host string, members []contract.Notification, deadline int64) Message {
 	latest := &members[len(members)-1]
 	m := Message{
@@ -33,6 +34,9 @@ func Build(host string, members []contract.Notification, deadline int64) Message
 		Source:            latest.Source,
 		AgentState:        latest.AgentState,
 		CoalescedCount:    len(members),
+		PaneKey:           latest.PaneKey,
+		ExecutionHost:     latest.ExecutionHost,
+		Sealed:            latest.Sealed(),
 	}
 	if len(members) > 1 {
 		m.Title = SummaryTitle

@@ -23,6 +23,9 @@ func TestBuildGolden(t *testing.T) {
 			var b bytes.Buffer
 			fmt.Fprintf(&b, "kind: %s\ntitle: %q\nbody: %q\nsilent: %t\ncollapseId: %s\ndeadline: %d\n",
 				m.Kind, m.Title, m.Body, m.Silent, m.CollapseID, m.Deadline)
+			if m.Sealed { // only then, so the older cases' files stay as they were
+				fmt.Fprintf(&b, "sealed: %t\n", m.Sealed)
+			}
 			for _, f := range m.OrcaFields() {
 				fmt.Fprintf(&b, "orca.%s (%s): %s\n", f.Key, f.Type, f.Value)
 			}

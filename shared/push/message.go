@@ -38,6 +38,14 @@ type Message struct {
 	// SummaryMembers lists every member in arrival order when the batch
 	// could be summarized ([CanSummarize]); nil otherwise.
 	SummaryMembers []Member
+	// PaneKey and ExecutionHost are the latest member's Gen D fields,
+	// forwarded verbatim; empty when absent.
+	PaneKey       string
+	ExecutionHost string
+	// Sealed reports whether the latest member's content is sealed
+	// (contract.Notification.Sealed): FCM then sends an alert as a
+	// data-only message, whatever the client's form.
+	Sealed bool
 }
 
 // Member identifies one event of a summary.
@@ -89,9 +97,11 @@ type Field struct {
 // OrcaFields returns the orca data in its wire order (reference-behaviour
 // §7.1): kind (dismissals only), hostFingerprint, worktreeId?,
 // notificationId?, notificationSeq, notificationEpoch, source, agentState,
-// coalescedCount, summaryMembers?.
+// coalescedCount, summaryMembers?, then Gen D's paneKey? and
+// executionHost? (decisions table). Gen D's order for those two is not
+// recorded; last, they leave every older message's bytes as they were.
 func (m *Message) OrcaFields() []Field {
-	f := make([]Field, 0, 10)
+	f := make([]Field, 0, 12)
 	if m.Kind == contract.KindDismiss {
 		f = append(f, Field{Key: "kind", Type: FieldString, Value: string(contract.KindDismiss)})
 	}
@@ -119,6 +129,12 @@ func (m *Message) OrcaFields() []Field {
 			n += 80 + len(mb.NotificationID) + len(mb.NotificationEpoch)
 		}
 		f = append(f, Field{Key: "summaryMembers", Type: FieldJSON, Value: string(appendMembersJSON(make([]byte, 0, n), m.SummaryMembers))})
+	}
+	if m.PaneKey != "" {
+		f = append(f, Field{Key: "paneKey", Type: FieldString, Value: m.PaneKey})
+	}
+	if m.ExecutionHost != "" {
+		f = append(f, Field{Key: "executionHost", Type: FieldString, Value: m.ExecutionHost})
 	}
 	return f
 }

@@ -23,7 +23,7 @@ var (
 // from its configuration: Cloud Tasks when a queue is configured (else none:
 // the sweep then finds the batches), APNs with the configured key
 // (unconfigured without one), FCM with the runtime service account's
-// credentials. None of them connects here.
+// credentials and the configured message form. None of them connects here.
 func deployedDeps(ctx context.Context, cfg config.Config, clk clock.Clock) (Options, error) {
 	o := Options{Scheduler: delivery.NopScheduler{}}
 	if cfg.TasksQueue != "" {
@@ -43,7 +43,7 @@ func deployedDeps(ctx context.Context, cfg config.Config, clk clock.Clock) (Opti
 		return o, fmt.Errorf("service: %w", err)
 	}
 	o.APNS = a
-	f, err := fcm.New(ctx, fcm.Options{ProjectID: cfg.FCMProjectID, Clock: clk})
+	f, err := fcm.New(ctx, fcm.Options{ProjectID: cfg.FCMProjectID, Clock: clk, DataOnly: cfg.FCMMessage == config.FCMData})
 	if err != nil {
 		return o, fmt.Errorf("service: %w", err)
 	}

@@ -76,10 +76,10 @@ func SendJSON(fields string) string {
 }
 
 // Sends returns /v1/send bodies, valid and not: every field wrong in each
-// way (reference-behaviour §2.3).
+// way (reference-behaviour §2.3), then Gen D's fields (genDSends).
 func Sends() []Case {
 	long := func(n int, s string) string { return strings.Repeat(s, n) }
-	return []Case{
+	return append([]Case{
 		{"minimal", SendJSON(""), true},
 		{"full", SendJSON(`"notificationId":"n1","sound":false,"kind":"alert","expiresAt":1,"worktreeId":"w"`), true},
 		{"dismissal", SendJSON(`"notificationId":"n1","kind":"dismiss"`), true},
@@ -122,7 +122,7 @@ func Sends() []Case {
 		{"dismissal without id", SendJSON(`"kind":"dismiss"`), false},
 		{"expires zero", SendJSON(`"expiresAt":0`), false},
 		{"expires negative", SendJSON(`"expiresAt":-5`), false},
-		{"unknown notification key", SendJSON(`"paneKey":"p"`), false},
+		{"unknown notification key", SendJSON(`"pane":"p"`), false},
 		{"unknown top key", strings.Replace(SendJSON(""), `{"v":1,`, `{"v":1,"x":true,`, 1), false},
 		{"no ids", strings.Replace(SendJSON(""), `["r1"]`, `[]`, 1), false},
 		{"21 copies of one id", strings.Replace(SendJSON(""), `["r1"]`, `[`+strings.TrimSuffix(long(21, `"r1",`), ",")+`]`, 1), false},
@@ -130,5 +130,65 @@ func Sends() []Case {
 		{"id not string", strings.Replace(SendJSON(""), `["r1"]`, `[1]`, 1), false},
 		{"ids not array", strings.Replace(SendJSON(""), `["r1"]`, `"r1"`, 1), false},
 		{"notification missing", `{"v":1,"registrationIds":["r1"]}`, false},
+	}, genDSends()...)
+}
+
+// genDSends returns /v1/send bodies exercising Gen D's paneKey and
+// executionHost (decisions table; issue "Today's Orca desktops and phones"),
+// valid and not. Lengths are UTF-16 code units: an astral character counts
+// 2, 'é' counts 1 (and 2 bytes), so a byte or a rune count gets the
+// boundary cases wrong. Escapes such as \u00a0 are JSON's, in the body.
+func genDSends() []Case {
+	long := func(n int, s string) string { return strings.Repeat(s, n) }
+	pane := func(v string) string { return SendJSON(`"paneKey":"` + v + `"`) }
+	host := func(v string) string { return SendJSON(`"executionHost":"` + v + `"`) }
+	return []Case{
+		{"pane key", pane("p"), true},
+		{"sealed pane key", pane("e2e1:" + long(100, "A") + "=="), true},
+		{"pane key any characters", pane(`a b|c\n\u0001😀<&>`), true},
+		{"pane key 2048", pane(long(2048, "p")), true},
+		{"pane key 2049", pane(long(2049, "p")), false},
+		{"pane key 2046 and a surrogate pair", pane(long(2046, "p") + "😀"), true},
+		{"pane key 2047 and a surrogate pair", pane(long(2047, "p") + "😀"), false},
+		{"pane key 2047 and a two-byte unit", pane(long(2047, "p") + "é"), true},
+		{"pane key empty", pane(""), false},
+		{"pane key null", SendJSON(`"paneKey":null`), false},
+		{"pane key number", SendJSON(`"paneKey":1`), false},
+		{"execution host", host("runtime:env%201"), true},
+		{"execution host local", host("local"), false},
+		{"execution host ssh", host("ssh:box"), false},
+		{"execution host bare prefix", host("runtime:"), false},
+		{"execution host pipe", host("runtime:a|b"), false},
+		{"execution host upper-case prefix", host("Runtime:a"), false},
+		{"execution host empty", host(""), false},
+		{"execution host null", SendJSON(`"executionHost":null`), false},
+		{"execution host 2048", host("runtime:" + long(2040, "x")), true},
+		{"execution host 2049", host("runtime:" + long(2041, "x")), false},
+		{"execution host prefix and 2048", host("runtime:" + long(2048, "x")), false},
+		{"execution host 2046 and a surrogate pair", host("runtime:" + long(2038, "x") + "😀"), true},
+		{"execution host 2047 and a surrogate pair", host("runtime:" + long(2039, "x") + "😀"), false},
+		{"execution host space", host("runtime:a b"), false},
+		{"execution host tab", host(`runtime:a\tb`), false},
+		{"execution host VT", host(`runtime:a\u000bb`), false},
+		{"execution host FF", host(`runtime:a\fb`), false},
+		{"execution host NBSP", host(`runtime:a\u00a0b`), false},
+		{"execution host BOM", host(`runtime:a\ufeffb`), false},
+		{"execution host U+1680", host(`runtime:a\u1680b`), false},
+		{"execution host U+2000", host(`runtime:a\u2000b`), false},
+		{"execution host U+200A", host(`runtime:a\u200ab`), false},
+		{"execution host U+2028", host(`runtime:a\u2028b`), false},
+		{"execution host U+2029", host(`runtime:a\u2029b`), false},
+		{"execution host U+202F", host(`runtime:a\u202fb`), false},
+		{"execution host U+205F", host(`runtime:a\u205fb`), false},
+		{"execution host U+3000", host(`runtime:a\u3000b`), false},
+		{"execution host trailing LF", host(`runtime:ab\n`), false},
+		{"execution host trailing CR", host(`runtime:ab\r`), false},
+		// Not JavaScript white space, though unicode.IsSpace says U+0085 is.
+		{"execution host NEL", host(`runtime:a\u0085b`), true},
+		{"execution host U+200B", host(`runtime:a\u200bb`), true},
+		{"execution host U+180E", host(`runtime:a\u180eb`), true},
+		{"both", SendJSON(`"notificationId":"n1","kind":"alert","paneKey":"e2e1:AAAA","executionHost":"runtime:h"`), true},
+		{"both on a dismissal", SendJSON(`"notificationId":"n1","kind":"dismiss","paneKey":"e2e1:AAAA","executionHost":"runtime:h"`), true},
+		{"both over 3000 bytes", SendJSON(`"paneKey":"` + long(2048, "p") + `","executionHost":"runtime:` + long(1000, "h") + `"`), false},
 	}
 }

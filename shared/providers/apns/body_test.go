@@ -115,6 +115,8 @@ func TestBodyEncoding(t *testing.T) {
 				WorktreeID     string        `json:"worktreeId"`
 				NotificationID string        `json:"notificationId"`
 				SummaryMembers []push.Member `json:"summaryMembers"`
+				PaneKey        string        `json:"paneKey"`
+				ExecutionHost  string        `json:"executionHost"`
 			}
 		}
 		if err := json.Unmarshal(body, &got); err != nil {
@@ -123,6 +125,7 @@ func TestBodyEncoding(t *testing.T) {
 		want := got
 		want.Aps.Alert.Title, want.Aps.Alert.Body = string([]rune(m.Title)), m.Body
 		want.Orca.WorktreeID, want.Orca.NotificationID, want.Orca.SummaryMembers = m.WorktreeID, m.NotificationID, m.SummaryMembers
+		want.Orca.PaneKey, want.Orca.ExecutionHost = m.PaneKey, m.ExecutionHost
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("Body decodes differently (-want +got):\n%s", diff)
 		}

@@ -58,11 +58,17 @@ type Options struct {
 	ClientOptions []option.ClientOption
 	// Clock decides expiry, ttl and Retry-After dates. Required.
 	Clock clock.Clock
+	// DataOnly sends every message in Gen D's data-only form
+	// (ORCA_PUSH_FCM_MESSAGE=data), which today's Orca phones need. When
+	// false, only sealed alerts go data-only and everything else keeps the
+	// notification form the contract describes (decisions table).
+	DataOnly bool
 }
 
 // Client sends to FCM. It is safe for concurrent use.
 type Client struct {
 	clock    clock.Clock
+	dataOnly bool
 	base     *http.Transport
 	messages *messaging.Client
 }
@@ -79,7 +85,7 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	if project == "" {
 		project = contract.DefaultFCMProjectID
 	}
-	c := &Client{clock: opts.Clock, base: newBaseTransport()}
+	c := &Client{clock: opts.Clock, dataOnly: opts.DataOnly, base: newBaseTransport()}
 	auth := append([]option.ClientOption{option.WithScopes(scopes...)}, opts.ClientOptions...)
 	if opts.Endpoint != "" {
 		auth = append(auth, option.WithoutAuthentication())
@@ -141,7 +147,7 @@ func (c *Client) Send(ctx context.Context, t push.Target, m push.Message) push.O
 	a := &attempt{deadline: m.Deadline}
 	ctx, cancel := a.begin(ctx)
 	defer cancel()
-	_, err := c.messages.Send(ctx, build(m, t.Token, now))
+	_, err := c.messages.Send(ctx, build(m, t.Token, now, c.dataOnly))
 	return c.outcome(err, a)
 }
 
@@ -157,7 +163,7 @@ func (c *Client) ValidateOnly(ctx context.Context, token string) error {
 	a := &attempt{deadline: deadline}
 	ctx, cancel := a.begin(ctx)
 	defer cancel()
-	_, err := c.messages.SendDryRun(ctx, build(m, token, now))
+	_, err := c.messages.SendDryRun(ctx, build(m, token, now, c.dataOnly))
 	if o := c.outcome(err, a); o.Kind != push.Sent {
 		return fmt.Errorf("%w: %s %s", ErrNotAccepted, o.Kind, o.Reason)
 	}

@@ -40,6 +40,17 @@ func mustClient(t testing.TB, clk clock.Clock, st *standin.Server) *fcm.Client {
 	return c
 }
 
+// mustDataClient returns a client with DataOnly talking to st.
+func mustDataClient(t testing.TB, clk clock.Clock, st *standin.Server) *fcm.Client {
+	t.Helper()
+	c, err := fcm.New(context.Background(), fcm.Options{Endpoint: st.FCMEndpoint(), Clock: clk, DataOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // newClockB returns a manual clock at pushtest.Now.
 func newClockB() *clock.Manual { return clock.NewManual(time.UnixMilli(pushtest.Now)) }
 

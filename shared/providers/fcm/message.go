@@ -18,42 +18,52 @@ import (
 // TODO: move to contract (asked for as contract.FCMCollapseKeyChars).
 const collapseKeyChars = 32
 
-// MessageJSON returns the v1 message for m to token at now (epoch ms)
-// exactly as the SDK encodes it inside {"message": ...}; an empty token is
-// left out. Like all of Go's encoding/json output it escapes '<', '>', '&',
-// U+2028 and U+2029.
+// MessageJSON returns the v1 message a client of the default form sends for
+// m to token at now (epoch ms), exactly as the SDK encodes it inside
+// {"message": ...}: the notification form, or the data-only form when m is a
+// sealed alert. An empty token is left out. Like all of Go's encoding/json
+// output it escapes '<', '>', '&', U+2028 and U+2029.
 func MessageJSON(m push.Message, token string, now int64) []byte {
-	b, _ := json.Marshal(build(m, token, now)) // strings and string maps always encode
+	b, _ := json.Marshal(build(m, token, now, false)) // strings and string maps always encode
+	return b
+}
+
+// DataMessageJSON is [MessageJSON] for a client with Options.DataOnly: the
+// data-only form, whatever m.
+func DataMessageJSON(m push.Message, token string, now int64) []byte {
+	b, _ := json.Marshal(build(m, token, now, true))
 	return b
 }
 
 // Size returns the length of m's message without a token at its
 // worst-case ttl, the whole contract.EventLifetime: the size the batching rule holds to
 // contract.MaxProviderPayload. Any real send of m is no larger, token
-// aside.
+// aside, in either form: it measures the form the default client sends, and
+// a message's data-only form is never larger than its notification form
+// (TestDataFormNeverLarger), since it carries the same strings under shorter
+// keys and drops collapse_key.
 func Size(m push.Message) int {
 	return len(MessageJSON(m, "", m.Deadline-contract.EventLifetime.Milliseconds()))
 }
 
-// build makes the v1 message (reference-behaviour §7.2): notification
+// build makes the v1 message for m: the data-only form (buildData) when
+// dataOnly is set or m is a sealed alert (decisions table, "FCM message"),
+// else the notification form (reference-behaviour §7.2): notification
 // {title, body}; android {priority, ttl, collapse_key, notification
 // {channel_id, tag}}; data holding every orca field as a string, nulls
-// dropped. A dismissal is data-only: no notification, no
+// dropped. A dismissal of that form is data-only: no notification, no
 // android.notification, but still a collapse_key.
 //
 // The priority is "high": the SDK refuses "HIGH" (it accepts only "normal"
 // and "high"), and FCM reads both.
-func build(m push.Message, token string, now int64) *messaging.Message {
-	ttl := ttlOf(m.Deadline, now)
-	data := make(map[string]string, 10)
-	for _, f := range m.OrcaFields() {
-		if f.Type != push.FieldNull {
-			data[f.Key] = f.Value
-		}
+func build(m push.Message, token string, now int64, dataOnly bool) *messaging.Message {
+	if dataOnly || m.Sealed && m.Kind != contract.KindDismiss {
+		return buildData(m, token, now)
 	}
+	ttl := ttlOf(m.Deadline, now)
 	msg := &messaging.Message{
 		Token: token,
-		Data:  data,
+		Data:  orcaData(m, 0),
 		Android: &messaging.AndroidConfig{
 			Priority:    "high",
 			TTL:         &ttl,
@@ -61,14 +71,64 @@ func build(m push.Message, token string, now int64) *messaging.Message {
 		},
 	}
 	if m.Kind != contract.KindDismiss {
-		channel := contract.AndroidChannel
-		if m.Silent {
-			channel = contract.AndroidSilentChannel
-		}
 		msg.Notification = &messaging.Notification{Title: m.Title, Body: m.Body}
-		msg.Android.Notification = &messaging.AndroidNotification{ChannelID: channel, Tag: m.CollapseID}
+		msg.Android.Notification = &messaging.AndroidNotification{ChannelID: channel(m), Tag: m.CollapseID}
 	}
 	return msg
+}
+
+// The keys of Gen D's data-only alert beyond the orca fields (reference-
+// behaviour §7.2, "Gen D change"): today's Orca phones draw the banner from
+// them, under the tag, on the channel.
+const (
+	dataTitle   = "title"
+	dataMessage = "message" // the body: the key is "message", not "body"
+	dataTag     = "tag"
+	dataChannel = "channelId"
+	dataSound   = "sound" // "" when silent, absent otherwise
+)
+
+// buildData makes Gen D's data-only message: android holds only priority
+// and ttl (no notification, no android.notification, no collapse_key); data
+// holds the orca fields as strings, nulls dropped, and for an alert also
+// title, message, tag (the collapse id), channelId, and sound "" when
+// silent. A dismissal carries the orca strings only.
+func buildData(m push.Message, token string, now int64) *messaging.Message {
+	ttl := ttlOf(m.Deadline, now)
+	data := orcaData(m, 5)
+	if m.Kind != contract.KindDismiss {
+		data[dataTitle], data[dataMessage], data[dataTag], data[dataChannel] = m.Title, m.Body, m.CollapseID, channel(m)
+		if m.Silent {
+			data[dataSound] = ""
+		}
+	}
+	return &messaging.Message{
+		Token:   token,
+		Data:    data,
+		Android: &messaging.AndroidConfig{Priority: "high", TTL: &ttl},
+	}
+}
+
+// orcaData is every orca field of m as a string, nulls dropped, with room
+// for extra keys more.
+func orcaData(m push.Message, extra int) map[string]string {
+	fields := m.OrcaFields()
+	data := make(map[string]string, len(fields)+extra)
+	for _, f := range fields {
+		if f.Type != push.FieldNull {
+			data[f.Key] = f.Value
+		}
+	}
+	return data
+}
+
+// channel is the Android channel of an alert: silent when the sender asked
+// for no sound (reference-behaviour §4.6).
+func channel(m push.Message) string {
+	if m.Silent {
+		return contract.AndroidSilentChannel
+	}
+	return contract.AndroidChannel
 }
 
 // ttlOf is the remaining lifetime in whole seconds, rounded up, never

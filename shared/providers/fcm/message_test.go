@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"onorca.dev/push/shared/contract"
@@ -18,37 +19,47 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // TestGolden pins each case's message (as the SDK encodes it, here
 // indented), and checks the stand-in received exactly MessageJSON's bytes.
+// A client with DataOnly pins every case again as data_<case>: the form
+// ORCA_PUSH_FCM_MESSAGE=data sends, DataMessageJSON's bytes.
 func TestGolden(t *testing.T) {
 	clk, st, c := setup(t)
-	for _, tc := range pushtest.Cases() {
-		t.Run(tc.Name, func(t *testing.T) {
-			st.ClearInbox()
-			m := tc.Message()
-			now := clk.Now().UnixMilli()
-			if o := c.Send(context.Background(), push.Target{Platform: contract.PlatformAndroid, Token: token}, m); o.Kind != push.Sent {
-				t.Fatalf("Send = %+v, want sent", o)
-			}
-			in := st.Inbox()
-			if len(in) != 1 {
-				t.Fatalf("inbox holds %d deliveries, want 1", len(in))
-			}
-			var req struct {
-				Message json.RawMessage `json:"message"`
-			}
-			if err := json.Unmarshal(in[0].Body, &req); err != nil {
-				t.Fatal(err)
-			}
-			want := fcm.MessageJSON(m, token, now)
-			if !bytes.Equal(req.Message, want) {
-				t.Errorf("wire message differs from MessageJSON:\n wire %s\n want %s", req.Message, want)
-			}
-			var b bytes.Buffer
-			if err := json.Indent(&b, want, "", "  "); err != nil {
-				t.Fatal(err)
-			}
-			b.WriteByte('\n')
-			pushtest.Golden(t, *update, tc.Name, b.Bytes())
-		})
+	data := mustDataClient(t, clk, st)
+	forms := []struct {
+		prefix string
+		client *fcm.Client
+		json   func(push.Message, string, int64) []byte
+	}{{"", c, fcm.MessageJSON}, {"data_", data, fcm.DataMessageJSON}}
+	for _, form := range forms {
+		for _, tc := range pushtest.Cases() {
+			t.Run(form.prefix+tc.Name, func(t *testing.T) {
+				st.ClearInbox()
+				m := tc.Message()
+				now := clk.Now().UnixMilli()
+				if o := form.client.Send(context.Background(), push.Target{Platform: contract.PlatformAndroid, Token: token}, m); o.Kind != push.Sent {
+					t.Fatalf("Send = %+v, want sent", o)
+				}
+				in := st.Inbox()
+				if len(in) != 1 {
+					t.Fatalf("inbox holds %d deliveries, want 1", len(in))
+				}
+				var req struct {
+					Message json.RawMessage `json:"message"`
+				}
+				if err := json.Unmarshal(in[0].Body, &req); err != nil {
+					t.Fatal(err)
+				}
+				want := form.json(m, token, now)
+				if !bytes.Equal(req.Message, want) {
+					t.Errorf("wire message differs:\n wire %s\n want %s", req.Message, want)
+				}
+				var b bytes.Buffer
+				if err := json.Indent(&b, want, "", "  "); err != nil {
+					t.Fatal(err)
+				}
+				b.WriteByte('\n')
+				pushtest.Golden(t, *update, form.prefix+tc.Name, b.Bytes())
+			})
+		}
 	}
 }
 
@@ -111,5 +122,85 @@ func TestMessage(t *testing.T) {
 	}
 	if got, want := fcm.Size(m), len(fcm.MessageJSON(m, "", m.Deadline-life)); got != want {
 		t.Errorf("Size = %d, want %d", got, want)
+	}
+}
+
+// TestDataForm checks the rules of the data-only form that goldens show
+// only once: ttl is the remaining lifetime at each send, rounded up (as in
+// the notification form), android holds nothing but priority and ttl, and
+// a sealed alert goes data-only from a client of either form while a
+// sealed dismissal keeps the default client's dismissal form.
+func TestDataForm(t *testing.T) {
+	byName := map[string]pushtest.Case{}
+	for _, c := range pushtest.Cases() {
+		byName[c.Name] = c
+	}
+	type msg struct {
+		Notification json.RawMessage            `json:"notification"`
+		Data         map[string]string          `json:"data"`
+		Android      map[string]json.RawMessage `json:"android"`
+	}
+	decode := func(b []byte) msg {
+		t.Helper()
+		var v msg
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	m := byName["single_alert"].Message()
+	life := contract.EventLifetime.Milliseconds()
+	for _, tt := range []struct {
+		now  int64
+		want string
+	}{{m.Deadline - life, fmt.Sprintf(`"%ds"`, life/1000)}, {m.Deadline - 1001, `"2s"`}, {m.Deadline - 1, `"1s"`}} {
+		if got := string(decode(fcm.DataMessageJSON(m, "", tt.now)).Android["ttl"]); got != tt.want {
+			t.Errorf("data-only ttl at deadline−%d ms = %s, want %s", m.Deadline-tt.now, got, tt.want)
+		}
+	}
+	for _, name := range []string{"single_alert", "dismissal", "sealed_alert", "sealed_dismissal"} {
+		v := decode(fcm.DataMessageJSON(byName[name].Message(), "", pushtest.Now))
+		if len(v.Android) != 2 || v.Android["priority"] == nil || v.Android["ttl"] == nil || v.Notification != nil {
+			t.Errorf("%s data-only: android %v, notification %s; want only priority and ttl, no notification", name, v.Android, v.Notification)
+		}
+	}
+	sealed := byName["sealed_alert"].Message()
+	if !bytes.Equal(fcm.MessageJSON(sealed, token, pushtest.Now), fcm.DataMessageJSON(sealed, token, pushtest.Now)) {
+		t.Errorf("the default client's sealed alert is not the data-only message")
+	}
+	if v := decode(fcm.MessageJSON(sealed, "", pushtest.Now)); v.Data["title"] != sealed.Title || v.Data["message"] != "" {
+		t.Errorf("sealed alert data = %v, want the placeholder title and an empty message", v.Data)
+	}
+	dismissal := byName["sealed_dismissal"].Message()
+	if v := decode(fcm.MessageJSON(dismissal, "", pushtest.Now)); v.Android["collapse_key"] == nil {
+		t.Errorf("the default client's sealed dismissal lost its collapse_key: %v", v.Android)
+	}
+}
+
+// TestDataFormNeverLarger is what lets Size stand for both forms: for every
+// golden case and random message up to the contract's limits (summaries,
+// Gen D's fields and the characters Go escapes included), the data-only
+// message is no larger than Size, the default client's message at the
+// worst-case ttl.
+func TestDataFormNeverLarger(t *testing.T) {
+	worst := func(m push.Message) int64 { return m.Deadline - contract.EventLifetime.Milliseconds() }
+	var ms []push.Message
+	for _, c := range pushtest.Cases() {
+		ms = append(ms, c.Message())
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 1000 {
+		members := []contract.Notification{pushtest.RandomNotification(r, false, []int{1, 64}[i%2])}
+		for len(members) < 1+i%4 {
+			members = append(members, pushtest.RandomNotification(r, false, 64))
+		}
+		m := push.Build(pushtest.Host, members, pushtest.Deadline)
+		m.Silent = i%3 == 0 // the data-only form's largest: sound "" and the silent channel
+		ms = append(ms, m)
+	}
+	for _, m := range ms {
+		if d, s := len(fcm.DataMessageJSON(m, "", worst(m))), fcm.Size(m); d > s {
+			t.Fatalf("data-only message %d bytes, Size %d: %s", d, s, fcm.DataMessageJSON(m, "", worst(m)))
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package standin
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"onorca.dev/push/shared/contract"
 )
 
 // Provider names a stand-in.
@@ -38,12 +41,19 @@ type Delivery struct {
 	// Headers holds lower-case names and their values joined by ", ", with
 	// no HTTP/2 pseudo-headers.
 	Headers map[string]string `json:"headers"`
-	// Body is the request's JSON as received, or null when it was not JSON.
+	// Body is the request's JSON as received, or null when it was not JSON:
+	// a data-only FCM message is there as sent, so a console can draw its
+	// banner from message.data's title and message.
 	Body json.RawMessage `json:"body"`
 	// Reason is the injected fault's reason ("hang" or "reset" for those),
 	// empty when no fault answered, so a failed delivery can be shown with
 	// the words the provider would have used.
 	Reason string `json:"reason,omitempty"`
+	// Sealed is derived, not received: it reports whether the body carries
+	// a sealed paneKey (APNs orca.paneKey, FCM message.data.paneKey;
+	// contract.SealedPaneKey), whose title is only a placeholder the phone
+	// replaces with what it opens. Omitted when false.
+	Sealed bool `json:"sealed,omitempty"`
 }
 
 // Inbox returns every recorded request in arrival order.
@@ -103,6 +113,32 @@ func (s *Server) newDelivery(p Provider, host string, r *http.Request, body []by
 	}
 	if json.Valid(body) {
 		d.Body = json.RawMessage(body)
+		d.Sealed = sealedBody(p, body)
 	}
 	return d
+}
+
+// sealedBody reports whether body, a request to provider p, carries a
+// sealed paneKey where that provider's payload puts it. Most bodies hold no
+// paneKey at all and are not parsed again.
+func sealedBody(p Provider, body []byte) bool {
+	if !bytes.Contains(body, []byte(`"paneKey"`)) {
+		return false
+	}
+	type paneKey struct {
+		PaneKey string `json:"paneKey"`
+	}
+	var b struct {
+		Orca    paneKey `json:"orca"`
+		Message struct {
+			Data paneKey `json:"data"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	if p == APNS {
+		return contract.SealedPaneKey(b.Orca.PaneKey)
+	}
+	return contract.SealedPaneKey(b.Message.Data.PaneKey)
 }

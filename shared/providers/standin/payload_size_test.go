@@ -34,9 +34,9 @@ func mustValid(t *testing.T, n contract.Notification) {
 
 // TestBatchingRuleBound: whenever the rule "CanSummarize, and APNs Body and
 // FCM Size within MaxProviderPayload" admits a member set, the payloads
-// really built and sent are within it, at any send time before the
-// deadline, and
-// the stand-ins (which refuse larger ones) accept them.
+// really built and sent are within it, in either FCM form, at any send time
+// before the deadline, and the stand-ins (which refuse larger ones) accept
+// them. The notifications carry Gen D's fields up to their limits.
 func TestBatchingRuleBound(t *testing.T) {
 	st, clk, key := mustStart(t)
 	ac := mustAPNS(t, st, clk, key)
@@ -45,9 +45,16 @@ func TestBatchingRuleBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fc.Close()
+	data, err := fcm.New(context.Background(), fcm.Options{Endpoint: st.FCMEndpoint(), Clock: clk, DataOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer data.Close()
 	r := rand.New(rand.NewPCG(7, 8))
 	admitted, largest, sent := 0, 0, 0
-	for range 90 {
+	// At least 90 bursts, and on until some set reached the member limit
+	// (bounded), so the coverage does not hang on the seed.
+	for burst := 0; burst < 90 || largest < contract.MaxBatchMembers && burst < 900; burst++ {
 		// Each burst draws its notifications at one scale: full limits,
 		// small, or tiny (only tiny ones let 32 members fit).
 		scale := []int{1, 64, 2048}[r.IntN(3)]
@@ -71,12 +78,16 @@ func TestBatchingRuleBound(t *testing.T) {
 			if f := len(fcm.MessageJSON(m, "", now)); f > contract.MaxProviderPayload || f > fcm.Size(m) {
 				t.Fatalf("%d members: FCM message %d bytes at now, Size %d", len(members), f, fcm.Size(m))
 			}
+			if f := len(fcm.DataMessageJSON(m, "", now)); f > contract.MaxProviderPayload || f > fcm.Size(m) {
+				t.Fatalf("%d members: data-only FCM message %d bytes at now, Size %d", len(members), f, fcm.Size(m))
+			}
 			if len(m.SummaryMembers) != len(members) {
 				t.Fatalf("summaryMembers holds %d of %d members", len(m.SummaryMembers), len(members))
 			}
 			if r.IntN(20) == 0 || len(members) == contract.MaxBatchMembers {
 				sent++
 				mustSendBoth(t, ac, fc, m)
+				mustSendBoth(t, ac, data, m)
 			}
 		}
 	}
@@ -106,33 +117,41 @@ func mustSendBoth(t *testing.T, ac *apns.Client, fc *fcm.Client, m push.Message)
 // byte costs the same in the notification's JSON and in the payloads.
 func TestSingleAlertFits(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	worstAPNS, worstFCM := 0, 0
+	worstAPNS, worstFCM, worstData := 0, 0, 0
 	check := func(n contract.Notification) {
 		t.Helper()
 		mustValid(t, n)
 		m := push.Build(pushtest.Host, []contract.Notification{n}, pushtest.Deadline)
 		a, f := len(apns.Body(m)), fcm.Size(m)
-		worstAPNS, worstFCM = max(worstAPNS, a), max(worstFCM, f)
-		if a > contract.MaxProviderPayload || f > contract.MaxProviderPayload {
-			t.Fatalf("a valid single alert does not fit: APNs %d, FCM %d bytes", a, f)
+		d := len(fcm.DataMessageJSON(m, "", pushtest.Deadline-contract.EventLifetime.Milliseconds()))
+		worstAPNS, worstFCM, worstData = max(worstAPNS, a), max(worstFCM, f), max(worstData, d)
+		if a > contract.MaxProviderPayload || f > contract.MaxProviderPayload || d > contract.MaxProviderPayload {
+			t.Fatalf("a valid single alert does not fit: APNs %d, FCM %d, data-only FCM %d bytes", a, f, d)
 		}
 	}
 	for range 2000 {
 		check(pushtest.RandomNotification(r, true, 1))
 	}
 	// The worst case: a notification of exactly MaxNotificationBytes with every
-	// optional key the payloads carry and none they drop.
+	// optional key the payloads carry and none they drop, Gen D's included,
+	// sealed (the data-only form) or not, silent or not.
+	f := false
 	for _, state := range []contract.AgentState{"", contract.AgentNeedsInput} {
-		n := contract.Notification{
-			NotificationID: "x", Seq: contract.MaxSafeInteger, Epoch: strings.Repeat("€", contract.MaxOpaqueID),
-			Source: contract.SourceAgentTaskComplete, AgentState: state,
-			Title: strings.Repeat("\x01", contract.MaxTitle), Body: strings.Repeat("\x01", contract.MaxBody),
-			WorktreeID: "w",
+		for _, pane := range []string{"p", contract.SealedPaneKeyPrefix} {
+			for _, sound := range []*bool{nil, &f} {
+				n := contract.Notification{
+					NotificationID: "x", Seq: contract.MaxSafeInteger, Epoch: strings.Repeat("€", contract.MaxOpaqueID),
+					Source: contract.SourceAgentTaskComplete, AgentState: state, Sound: sound,
+					Title: strings.Repeat("\x01", contract.MaxTitle), Body: strings.Repeat("\x01", contract.MaxBody),
+					WorktreeID: "w", PaneKey: pane, ExecutionHost: contract.ExecutionHostPrefix + "h",
+				}
+				n.NotificationID += strings.Repeat("a", contract.MaxNotificationBytes-len(n.AppendJSON(nil, true)))
+				check(n)
+			}
 		}
-		n.NotificationID += strings.Repeat("a", contract.MaxNotificationBytes-len(n.AppendJSON(nil, true)))
-		check(n)
 	}
-	t.Logf("largest single alert: APNs %d, FCM %d bytes (limit %d)", worstAPNS, worstFCM, contract.MaxProviderPayload)
+	t.Logf("largest single alert: APNs %d, FCM %d, data-only FCM %d bytes (limit %d)",
+		worstAPNS, worstFCM, worstData, contract.MaxProviderPayload)
 }
 
 // TestSingleAlertEscapingOverflow pins the exception: apns2 and the

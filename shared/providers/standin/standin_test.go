@@ -17,6 +17,7 @@ import (
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/providers/apns"
+	"onorca.dev/push/shared/providers/fcm"
 	"onorca.dev/push/shared/providers/standin"
 	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/push/pushtest"
@@ -301,5 +302,58 @@ func TestStartErrors(t *testing.T) {
 	}
 	if _, err := standin.Start(standin.Options{Clock: clock.Real{}, APNSKey: []byte("x")}); err == nil {
 		t.Error("Start with a bad key succeeded")
+	}
+}
+
+// TestInboxSealed: an entry is marked "sealed" exactly when its body carries
+// a paneKey starting with e2e1: where the provider's payload puts it (APNs
+// orca.paneKey, FCM message.data.paneKey), alert or dismissal; the mark is
+// omitted otherwise. A data-only FCM message is kept as received, so its
+// banner can be drawn from data.title and data.message.
+func TestInboxSealed(t *testing.T) {
+	st, clk, key := mustStart(t)
+	ac := mustAPNS(t, st, clk, key)
+	fc, err := fcm.New(context.Background(), fcm.Options{Endpoint: st.FCMEndpoint(), Clock: clk, DataOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	want := map[string]bool{"single_alert": false, "alert_with_pane": false, "dismissal": false,
+		"sealed_alert": true, "silent_sealed_alert": true, "sealed_dismissal": true}
+	for _, c := range pushtest.Cases() {
+		sealed, ok := want[c.Name]
+		if !ok {
+			continue
+		}
+		st.ClearInbox()
+		mustSendBoth(t, ac, fc, c.Message())
+		b, err := json.Marshal(st.Inbox())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in []struct {
+			Provider standin.Provider `json:"provider"`
+			Sealed   *bool            `json:"sealed"`
+			Body     struct {
+				Message struct{ Data map[string]string } `json:"message"`
+			} `json:"body"`
+		}
+		if err := json.Unmarshal(b, &in); err != nil || len(in) != 2 {
+			t.Fatalf("%s: inbox %s (%v)", c.Name, b, err)
+		}
+		for _, d := range in {
+			if got := d.Sealed != nil && *d.Sealed; got != sealed || (d.Sealed != nil && !*d.Sealed) {
+				t.Errorf("%s: %s entry sealed = %v, want %v (omitted when false)", c.Name, d.Provider, d.Sealed, sealed)
+			}
+		}
+		m := c.Message()
+		if data := in[1].Body.Message.Data; m.Kind == contract.KindAlert && (data["title"] != m.Title || data["message"] != m.Body) {
+			t.Errorf("%s: FCM data %v, want title %q and message %q", c.Name, data, m.Title, m.Body)
+		}
+	}
+	// The mark reads the provider's own place: a paneKey elsewhere is not it.
+	status, _, _ := postFCM(t, st, sendPath, `{"message":{"token":"`+fcmToken+`","data":{"a":"1"},"android":{"data":{"paneKey":"e2e1:x"}}}}`)
+	if in := st.Inbox(); status != 200 || in[len(in)-1].Sealed {
+		t.Errorf("a paneKey under android.data: status %d, sealed %v; want 200, false", status, in[len(in)-1].Sealed)
 	}
 }

@@ -18,7 +18,7 @@ func RunConcurrent(b *testing.B, p int, fn func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	start := cpuTime()
+	start := CPUTime()
 	for range p {
 		wg.Go(func() {
 			for {
@@ -32,11 +32,11 @@ func RunConcurrent(b *testing.B, p int, fn func(i int)) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(CPUTime()-start)/float64(b.N), "cpu-ns/op")
 }
 
-// cpuTime returns the process's user and system CPU time so far.
-func cpuTime() time.Duration {
+// CPUTime returns the process's user and system CPU time so far.
+func CPUTime() time.Duration {
 	var u syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
 		return 0

@@ -33,9 +33,21 @@ type Case struct {
 // Message builds the case's message at Deadline.
 func (c Case) Message() push.Message { return push.Build(Host, c.Members, Deadline) }
 
+// Sealed content of the sealed cases, as today's desktop makes it (issue
+// "Today's Orca desktops and phones"): opaque per-phone id and epoch, and a
+// paneKey carrying a NaCl secretbox the gateway cannot open.
+const (
+	SealedID      = "e2e1.yMG6s6ylnpeQiYJ7dG1mX1hRSkM8NS4n"
+	SealedEpoch   = "e2e1.ERwnMj1IU15pdH-KlaCrtsHM1-Lt-AMO"
+	SealedPaneKey = "e2e1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXzu8hGSz/48XNQZw0SIWhHrYDCG8Rv0enC0QfHaqk+4SC4TrR5mP+r9LzboHZQCUCecCIFUDiHuj3fjWCcXYxFTlbiBQyKm5Q85/X8aX8rG0nHZI61COBqb1mG6eDbw=="
+	ExecutionHost = "runtime:env%201"
+)
+
 // Cases returns the payload cases every provider pins (issue 4): a single
 // alert, a silent alert, a summary of 3 with needs-input, a summary of 2
-// updates, a dismissal, and an alert without an id.
+// updates, a dismissal, and an alert without an id; then Gen D's: an alert
+// with an (unsealed) paneKey and an executionHost, a sealed alert, a silent
+// sealed alert and a sealed dismissal, each with both fields.
 func Cases() []Case {
 	f := false
 	alert := contract.Notification{
@@ -59,7 +71,7 @@ func Cases() []Case {
 		Seq: 3, Epoch: "epoch-1", Source: contract.SourceTerminalBell,
 		Title: "Terminal bell", Body: "tab 2",
 	}
-	return []Case{
+	return append([]Case{
 		{Name: "single_alert", Members: []contract.Notification{alert}},
 		{Name: "silent_alert", Members: []contract.Notification{silent}},
 		{Name: "summary_needs_input", Members: []contract.Notification{
@@ -73,6 +85,29 @@ func Cases() []Case {
 		}},
 		{Name: "dismissal", Members: []contract.Notification{dismiss}},
 		{Name: "alert_without_id", Members: []contract.Notification{bell}},
+	}, genDCases(alert)...)
+}
+
+// genDCases are the cases with Gen D's fields, built from alert.
+func genDCases(alert contract.Notification) []Case {
+	f := false
+	pane := alert
+	pane.PaneKey, pane.ExecutionHost = "pane-3f1c2a9e", ExecutionHost
+	sealed := contract.Notification{
+		NotificationID: SealedID, Seq: 11, Epoch: SealedEpoch,
+		Source: contract.SourceAgentTaskComplete, AgentState: contract.AgentNeedsInput,
+		Title: "Agent needs input", Body: "", WorktreeID: "wt-main",
+		PaneKey: SealedPaneKey, ExecutionHost: ExecutionHost,
+	}
+	silentSealed := sealed
+	silentSealed.Sound, silentSealed.Title, silentSealed.AgentState = &f, "Agent finished", contract.AgentFinished
+	sealedDismiss := sealed
+	sealedDismiss.Kind, sealedDismiss.Seq = contract.KindDismiss, 12
+	return []Case{
+		{Name: "alert_with_pane", Members: []contract.Notification{pane}},
+		{Name: "sealed_alert", Members: []contract.Notification{sealed}},
+		{Name: "silent_sealed_alert", Members: []contract.Notification{silentSealed}},
+		{Name: "sealed_dismissal", Members: []contract.Notification{sealedDismiss}},
 	}
 }
 

@@ -21,8 +21,9 @@ var printablePool = []byte{'"', '\\', '<', '>', '&', 'a', '~', ' ', '0'}
 // RandomNotification returns a valid alert whose fields are drawn up to
 // every contract limit: title up to MaxTitle and body up to MaxBody
 // UTF-16 units, notificationId up to MaxNotificationID, worktreeId up to
-// MaxWorktreeID, and the whole JSON within MaxNotificationBytes (fields are
-// shortened until it fits). With plain set, no character that only Go's
+// MaxWorktreeID, paneKey (sealed or not) up to MaxPaneKey, executionHost up
+// to MaxExecutionHost, and the whole JSON within MaxNotificationBytes
+// (fields are shortened until it fits). With plain set, no character that only Go's
 // encoder escapes ('<', '>', '&', U+2028, U+2029) is used.
 //
 // scale divides every length limit (1 draws up to the limits themselves);
@@ -55,12 +56,29 @@ func RandomNotification(r *rand.Rand, plain bool, scale int) contract.Notificati
 	if r.IntN(4) == 0 {
 		n.ExpiresAt = 1 + r.Int64N(contract.MaxSafeInteger)
 	}
+	if r.IntN(2) == 0 {
+		prefix := []string{"", contract.SealedPaneKeyPrefix}[r.IntN(2)]
+		n.PaneKey = prefix + randText(r, 1+upTo(contract.MaxPaneKey-len(prefix)-1), plain)
+	}
+	if r.IntN(2) == 0 {
+		n.ExecutionHost = contract.ExecutionHostPrefix +
+			hostText(randText(r, 1+upTo(contract.MaxExecutionHost-len(contract.ExecutionHostPrefix)-1), plain))
+	}
 	for len(n.AppendJSON(nil, true)) > contract.MaxNotificationBytes {
-		switch r.IntN(3) {
+		switch r.IntN(5) {
 		case 0:
 			n.NotificationID = n.NotificationID[:len(n.NotificationID)*3/4]
 		case 1:
 			n.WorktreeID = truncateUnits(n.WorktreeID, contract.UTF16Len(n.WorktreeID)*3/4)
+		case 2:
+			n.PaneKey = truncateUnits(n.PaneKey, contract.UTF16Len(n.PaneKey)*3/4)
+		case 3:
+			rest := strings.TrimPrefix(n.ExecutionHost, contract.ExecutionHostPrefix)
+			if rest = truncateUnits(rest, contract.UTF16Len(rest)*3/4); rest != "" {
+				n.ExecutionHost = contract.ExecutionHostPrefix + rest
+			} else {
+				n.ExecutionHost = ""
+			}
 		default:
 			if e := truncateUnits(n.Epoch, contract.UTF16Len(n.Epoch)*3/4); e != "" {
 				n.Epoch = e
@@ -100,6 +118,19 @@ func randOpaque(r *rand.Rand, units int, plain bool) string {
 		}
 		return c
 	}, randText(r, units, plain))
+}
+
+// hostText is s with what executionHost refuses after its prefix ('|' and
+// the JavaScript white space runePool holds) replaced by 'x', one UTF-16
+// unit for one.
+func hostText(s string) string {
+	return strings.Map(func(c rune) rune {
+		switch c {
+		case '|', ' ', '\n', '\u2028', '\u2029':
+			return 'x'
+		}
+		return c
+	}, s)
 }
 
 // randID returns a printable ASCII id of length n.
