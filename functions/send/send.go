@@ -23,14 +23,15 @@ func Send(w http.ResponseWriter, r *http.Request) {
 // Handler returns the function's route behind the shared edge. Bearer
 // authentication runs first, for every method under /v1/send, and before the
 // body cap, so an oversized unauthenticated send is 401 (reference-behaviour
-// §1.2).
+// §1.2). Admission reads the bearer's session again in its first statement,
+// so the edge may take a bearer it has seen before from memory.
 func Handler(s *service.Service) http.Handler {
 	routes := http.NewServeMux()
 	routes.Handle("POST /v1/send", s.Edge.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		return send(s, w, r)
 	}))
 	mux := http.NewServeMux()
-	mux.Handle("/v1/send", s.Edge.Authenticated(routes))
+	mux.Handle("/v1/send", s.Edge.AuthenticatedByCore(routes))
 	return s.Edge.Wrap(mux)
 }
 
@@ -46,7 +47,8 @@ func send(s *service.Service, w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	results, err := s.Admission.Send(r.Context(), httpx.Host(r.Context()), req)
+	b := httpx.BearerOf(r.Context())
+	results, err := s.Admission.SendAs(r.Context(), b.Host, b.TokenHash, req)
 	if err != nil {
 		return err
 	}

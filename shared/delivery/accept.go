@@ -7,84 +7,110 @@ import (
 	"onorca.dev/push/shared/store"
 )
 
-// outcome is what one registration's transaction decided. The transaction
-// may run more than once, so it fills a fresh outcome each time and the
-// caller applies it only after commit.
+// outcome is what a send's transaction decided. The transaction may run
+// more than once, so it fills a fresh outcome each time and the caller
+// applies it only after commit.
 type outcome struct {
-	status contract.Status
+	// statuses holds each registration's status, in request order.
+	statuses []contract.Status
 	// due lists the batches to hand to the scheduler.
 	due []due
-	// deadline is the event's deadline when the event was recorded or
-	// matched (known); fence the dismissal fence when one was raised.
-	known    bool
-	deadline int64
-	fenced   bool
-	fence    int64
 }
 
-// admit runs one registration's transaction and applies its outcome to ev.
-func (a *Admission) admit(ctx context.Context, ev *event, registrationID string, now int64) (contract.Status, []due, error) {
-	var out outcome
-	err := a.store.HostTx(ctx, ev.host, func(tx *store.Tx) error {
-		out = outcome{}
-		return a.accept(ctx, tx, ev, registrationID, now, &out)
-	})
-	if err != nil {
-		return "", nil, err
-	}
-	if out.known {
-		ev.known, ev.deadline = true, out.deadline
-	}
-	if out.fenced {
-		ev.fenced, ev.fence = true, out.fence
-	}
-	return out.status, out.due, nil
-}
-
-// accept is reference-behaviour §4.2 for one registration, inside its
-// per-host transaction. Its statements, in the common case of a new alert:
-// record the event (with the ownership and quota checks) and the recipient
-// (with the event, ownership and fence checks, reading the open batch) in
-// one round trip, then open or join a batch, which travels with COMMIT.
-// Only when no recipient was recorded does it read why.
-func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, reg string, now int64, out *outcome) error {
+// accept is reference-behaviour §4.2 for every registration of one send,
+// inside one transaction under the host lock, in at most three round trips
+// on PostgreSQL whatever the number of registrations:
+//
+//  1. BEGIN and the host lock, the bearer's session (when tokenHash is set),
+//     the event and one recipient per registration (with the ownership,
+//     quota, event, expiry and fence checks, reading each registration's
+//     open batch);
+//  2. only when something is left to read: why a registration got no
+//     recipient, the dismissal's fence, the alert batches it may cancel;
+//  3. the batches opened, joined, flushed or cancelled, with COMMIT.
+//
+// With overflow set the notification can never be delivered: only the
+// session is read, and every registration reads error.
+func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHash string, regs []string,
+	overflow bool, now int64, out *outcome) error {
 	// A passed expiresAt makes any deadline pass, new or stored (the
 	// stored one is at most the same expiresAt, or the content differs).
-	if ev.deadline > now {
-		if !ev.known {
-			err := tx.InsertEvent(ctx, store.NewEvent{
-				ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, RegistrationID: reg,
-				Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
-			}, now)
-			if err != nil {
-				return err
-			}
-		}
-		added, pending, err := tx.AddRecipient(ctx, store.Recipient{
-			EventID: ev.id, RegistrationID: reg, Host: ev.host, Fingerprint: ev.fingerprint, Kind: ev.kind,
-			Fence: ev.fenceOf(),
-		}, now)
-		if err != nil {
-			return err
-		}
-		if added {
-			out.status, out.known, out.deadline = contract.StatusQueued, true, pending.Deadline
-			if ev.kind == contract.KindDismiss {
-				return a.dismiss(ctx, tx, ev, reg, pending.Cancellable, pending.Deadline, now, out)
-			}
-			return a.coalesceAlert(ctx, tx, ev, reg, pending.Open, pending.Deadline, now, out)
-		}
+	add := ev.deadline > now && !overflow
+	start := store.SendStart{TokenHash: tokenHash, Add: add, Event: store.NewEvent{
+		ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, RegistrationIDs: regs,
+		Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
+	}}
+	for _, reg := range regs {
+		start.Recipients = append(start.Recipients, store.Recipient{EventID: ev.id, RegistrationID: reg,
+			Host: ev.host, Fingerprint: ev.fingerprint, Kind: ev.kind, Fence: ev.fenceOf()})
 	}
-	// Nothing recorded: find out why.
-	c, err := tx.CheckEvent(ctx, ev.host, reg, ev.id)
+	st, err := tx.StartSend(ctx, start, now)
 	if err != nil {
 		return err
 	}
-	out.status = refusal(c, ev, now)
-	if out.status == contract.StatusQueued {
-		out.known, out.deadline = true, c.ExpiresAt
+	if tokenHash != "" {
+		switch {
+		case !st.SessionFound:
+			return contract.ErrInvalidToken
+		case now > st.SessionExpiresAt:
+			return contract.ErrSessionExpired
+		}
+	}
+	out.statuses = make([]contract.Status, len(regs))
+	if overflow {
+		for i := range regs {
+			out.statuses[i] = contract.StatusError
+		}
+		return nil
+	}
+	added := func(i int) bool { return add && st.Added[i] }
+	facts, err := tx.SendFacts(ctx, a.query(ev, regs, st, added), now)
+	if err != nil {
+		return err
+	}
+	checked, cancellable := 0, 0
+	for i, reg := range regs {
+		if !added(i) {
+			out.statuses[i] = refusal(facts.Checks[checked], ev, now)
+			checked++
+			continue
+		}
+		out.statuses[i] = contract.StatusQueued
+		p := st.Pending[i]
+		if ev.kind == contract.KindAlert {
+			err = a.coalesceAlert(ctx, tx, ev, reg, p.Open, p.Deadline, now, out)
+		} else {
+			var batches []store.BatchPayload
+			if p.Cancellable > 0 {
+				batches = facts.Cancellable[cancellable]
+				cancellable++
+			}
+			err = a.dismiss(ctx, tx, ev, reg, batches, facts.FenceSeq, p.Deadline, now, out)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// query is the second round trip of a send: the state of every
+// registration that got no recipient, and for an accepted dismissal its
+// fence and the cancellable batches of the registrations that have some.
+func (a *Admission) query(ev *event, regs []string, st store.SendStarted, added func(int) bool) store.SendQuery {
+	q := store.SendQuery{Host: ev.host, EventID: ev.id}
+	for i, reg := range regs {
+		switch {
+		case !added(i):
+			q.Check = append(q.Check, reg)
+		case ev.kind == contract.KindDismiss:
+			q.Fence = &store.Fence{Epoch: ev.n.Epoch, NotificationID: ev.n.NotificationID, Seq: ev.n.Seq}
+			if st.Pending[i].Cancellable > 0 {
+				q.Cancellable = append(q.Cancellable, reg)
+			}
+		}
+	}
+	return q
 }
 
 // refusal is the status of a registration for which no recipient was

@@ -65,41 +65,53 @@ type due struct {
 	at      int64
 }
 
-// Send admits req from host: each registration, in request order, in its own
-// per-host transaction (reference-behaviour §4.2), so the results come back
-// in the request's de-duplicated order with the statuses of §4.7. A
-// registration not owned by host is error, a dead one dead; a new event over
-// its kind's quota is rate_limited. After each commit the new and newly-due
-// batches go to the scheduler, whose failures are counted, not returned.
+// Send admits req from host (reference-behaviour §4.2 for every
+// registration): one transaction under the host lock records the event once
+// and each registration's recipient, fence, quota and coalescing work, in at
+// most three round trips on PostgreSQL whatever the number of registrations.
+// The results come back in the request's de-duplicated order with the
+// statuses of §4.7: a registration not owned by host is error, a dead one
+// dead; a new event over its kind's quota is rate_limited. After commit the
+// new and newly-due batches go to the scheduler, whose failures are counted,
+// not returned.
 //
-// An error means the database failed: registrations handled before it stay
-// committed (and scheduled), as in the original gateway.
+// An error means the database failed: nothing is committed, and the host's
+// retry of the same request is admitted as if it were the first (the
+// request's identity is its event's).
 func (a *Admission) Send(ctx context.Context, host string, req contract.SendRequest) ([]contract.SendResult, error) {
+	return a.send(ctx, host, "", req)
+}
+
+// SendAs is [Admission.Send] for a request that came with the bearer token
+// whose hash is tokenHash: the transaction's first statement reads its
+// session, so a session revoked, replaced or expired since the edge last saw
+// it is refused as the edge refuses it, with contract.ErrInvalidToken or
+// contract.ErrSessionExpired, and nothing is written.
+func (a *Admission) SendAs(ctx context.Context, host, tokenHash string, req contract.SendRequest) ([]contract.SendResult, error) {
+	return a.send(ctx, host, tokenHash, req)
+}
+
+func (a *Admission) send(ctx context.Context, host, tokenHash string, req contract.SendRequest) ([]contract.SendResult, error) {
 	now := a.clock.Now().UnixMilli()
 	ev := newEvent(host, &req.Notification, now)
-	results := make([]contract.SendResult, 0, len(req.RegistrationIDs))
-	if mayOverflow(ev.item) && !fits(host, []contract.Notification{req.Notification}, ev.deadline) {
-		// A notification within the contract's 3000 bytes can still
-		// overflow a provider's 4 KB once apns2 and the firebase SDK escape
-		// '<', '>', '&', U+2028 and U+2029 as six bytes each: it could only
-		// ever fail at the provider, so nothing is written and every
-		// registration reads error.
-		for _, id := range req.RegistrationIDs {
-			a.counters.Inc(obs.SendError)
-			results = append(results, contract.SendResult{RegistrationID: id, Status: contract.StatusError})
-		}
-		return results, nil
+	// A notification within the contract's 3000 bytes can still overflow a
+	// provider's 4 KB once apns2 and the firebase SDK escape '<', '>', '&',
+	// U+2028 and U+2029 as six bytes each: it could only ever fail at the
+	// provider, so nothing is written and every registration reads error.
+	overflow := mayOverflow(ev.item) && !fits(host, []contract.Notification{req.Notification}, ev.deadline)
+	var out outcome
+	err := a.store.HostTx(ctx, host, func(tx *store.Tx) error {
+		out = outcome{}
+		return a.accept(ctx, tx, ev, tokenHash, req.RegistrationIDs, overflow, now, &out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("send: %w", err)
 	}
-	var handOver []due
-	defer func() { a.schedule(ctx, handOver) }()
-	for _, id := range req.RegistrationIDs {
-		st, batches, err := a.admit(ctx, ev, id, now)
-		handOver = append(handOver, batches...)
-		if err != nil {
-			return nil, fmt.Errorf("send: %w", err)
-		}
-		a.counters.Inc(statusCounter(st))
-		results = append(results, contract.SendResult{RegistrationID: id, Status: st})
+	a.schedule(ctx, out.due)
+	results := make([]contract.SendResult, len(req.RegistrationIDs))
+	for i, id := range req.RegistrationIDs {
+		a.counters.Inc(statusCounter(out.statuses[i]))
+		results[i] = contract.SendResult{RegistrationID: id, Status: out.statuses[i]}
 	}
 	return results, nil
 }

@@ -8,27 +8,15 @@ import (
 	"onorca.dev/push/shared/store"
 )
 
-// dismiss handles an accepted dismissal (reference-behaviour §4.4): it
-// records or raises the host's fence for the notification, removes the
-// alerts the fence covers from the registration's unleased pending batches,
-// and queues itself as a batch of one, due now. Dismissals never coalesce.
+// dismiss handles an accepted dismissal (reference-behaviour §4.4): with the
+// host's fence for the notification raised to fence, it removes the alerts
+// the fence covers from batches, the registration's unleased pending alert
+// batches, and queues itself as a batch of one, due now. Dismissals never
+// coalesce.
 func (a *Admission) dismiss(ctx context.Context, tx *store.Tx, ev *event, reg string,
-	cancellable int, deadline, now int64, out *outcome) error {
-	fence := ev.fence
-	if !ev.fenced {
-		var err error
-		fence, err = tx.RaiseFence(ctx, ev.host, store.Fence{
-			Epoch: ev.n.Epoch, NotificationID: ev.n.NotificationID, Seq: ev.n.Seq,
-		}, now)
-		if err != nil {
-			return err
-		}
-		out.fenced, out.fence = true, fence
-	}
-	if cancellable > 0 {
-		if err := cancelAlerts(ctx, tx, ev, reg, fence, now); err != nil {
-			return err
-		}
+	batches []store.BatchPayload, fence, deadline, now int64, out *outcome) error {
+	if err := cancelAlerts(ctx, tx, ev, batches, fence, now); err != nil {
+		return err
 	}
 	id, err := tx.InsertBatch(ctx, store.NewBatch{
 		Host: ev.host, RegistrationID: reg, Kind: contract.KindDismiss,
@@ -42,14 +30,10 @@ func (a *Admission) dismiss(ctx context.Context, tx *store.Tx, ev *event, reg st
 	return nil
 }
 
-// cancelAlerts removes from the registration's unleased pending alert batches
-// every alert of the same epoch and notificationId whose sequence is at or
-// below fence. A batch left empty is dismissed.
-func cancelAlerts(ctx context.Context, tx *store.Tx, ev *event, reg string, fence, now int64) error {
-	batches, err := tx.CancellableBatches(ctx, ev.host, reg, now)
-	if err != nil {
-		return err
-	}
+// cancelAlerts removes from batches every alert of the same epoch and
+// notificationId whose sequence is at or below fence. A batch left empty is
+// dismissed.
+func cancelAlerts(ctx context.Context, tx *store.Tx, ev *event, batches []store.BatchPayload, fence, now int64) error {
 	for _, b := range batches {
 		members, err := decodeMembers(b.ID, b.Payload)
 		if err != nil {

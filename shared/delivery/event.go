@@ -21,18 +21,9 @@ type event struct {
 	fingerprint string
 	// item is the notification as a batch stores it (payload_json member).
 	item []byte
-	// deadline is the event's deadline: computed for a new event, then
-	// the stored one once known.
+	// deadline is a new event's deadline (the stored one of a known event
+	// comes back from the store with each recipient).
 	deadline int64
-
-	// known reports that an earlier registration of this request recorded
-	// or matched the event, so later ones skip that step: the event row
-	// exists with this content and deadline.
-	known bool
-	// fence is the dismissal fence recorded by an earlier registration of
-	// this request; fenced reports whether there is one.
-	fence  int64
-	fenced bool
 }
 
 // newEvent prepares n, sent by host, for admission at now.

@@ -53,6 +53,7 @@ type Edge struct {
 	invalidBearer *Buckets // failed bearers, per IP
 	perHost       *Buckets // authenticated requests, per host
 	admission     *admission
+	sessions      sessions // bearers' hosts, for AuthenticatedByCore
 	drain         drain
 	ready         readiness
 }

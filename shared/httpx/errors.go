@@ -91,10 +91,12 @@ func reason(err error) string {
 	return ""
 }
 
-// Handle adapts h to an http.Handler that writes h's error.
+// Handle adapts h to an http.Handler that writes h's error. A session that
+// h's core refused is forgotten (see [Edge.AuthenticatedByCore]).
 func (e *Edge) Handle(h HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
+			e.refusedByCore(r, err)
 			e.writeError(w, r, err)
 		}
 	})

@@ -92,10 +92,21 @@ type BatchPayload struct {
 // delivery holds a lease on at now, oldest first: those a dismissal may
 // remove alerts from (reference-behaviour §4.4).
 func (t *Tx) CancellableBatches(ctx context.Context, host, registrationID string, now int64) ([]BatchPayload, error) {
-	rows, err := t.r.query(ctx, `SELECT batch_id, payload_json FROM push_delivery_batches
+	s := cancellableStmt(host, registrationID, now)
+	rows, err := t.r.query(ctx, s.query, s.args...)
+	return scanCancellable(rows, err)
+}
+
+// cancellableStmt is CancellableBatches' statement.
+func cancellableStmt(host, registrationID string, now int64) statement {
+	return statement{op: "cancellable batches", query: `SELECT batch_id, payload_json FROM push_delivery_batches
 		WHERE registration_id = $1 AND host_fingerprint = $2 AND state = 'pending' AND kind = 'alert'
 			AND lease_until <= $3
-		ORDER BY created_at, batch_id`, registrationID, host, now)
+		ORDER BY created_at, batch_id`, args: []any{registrationID, host, now}}
+}
+
+// scanCancellable reads CancellableBatches' rows.
+func scanCancellable(rows rowSet, err error) ([]BatchPayload, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cancellable batches: %w", err)
 	}

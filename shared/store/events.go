@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 
 	"onorca.dev/push/shared/contract"
 )
@@ -18,10 +19,10 @@ type NewEvent struct {
 	Kind contract.Kind
 	// Fingerprint is the content hash a duplicate must match.
 	Fingerprint string
-	// RegistrationID is the registration being served: the event is only
-	// recorded for a live registration of Host, so an unknown or dead one
-	// spends no quota.
-	RegistrationID string
+	// RegistrationIDs are the registrations being served: the event is
+	// only recorded when one of them is a live registration of Host, so a
+	// send to unknown or dead ones spends no quota.
+	RegistrationIDs []string
 	// Deadline is the event's expiry in epoch milliseconds.
 	Deadline int64
 	// QuotaSince and Quota bound the host's events of Kind: the event is
@@ -31,25 +32,52 @@ type NewEvent struct {
 }
 
 // InsertEvent records e at now. It records nothing when an event with e.ID
-// already exists, when e.RegistrationID is not a live registration of
+// already exists, when none of e.RegistrationIDs is a live registration of
 // e.Host, or when the host's quota for e.Kind is spent; [Tx.CheckEvent]
 // tells these apart. It is a later write: on PostgreSQL it travels with the
 // next statement, which sees its effect. Run it under [Store.HostTx]: the
 // host lock makes its count-then-insert exact.
 func (t *Tx) InsertEvent(ctx context.Context, e NewEvent, now int64) error {
-	err := t.later(ctx, "insert event", `INSERT INTO push_events
-		(event_id, host_fingerprint, kind, fingerprint, created_at, expires_at)
-		SELECT $1, $2, $3, $4, CAST($5 AS BIGINT), CAST($6 AS BIGINT)
-		WHERE EXISTS (SELECT 1 FROM push_devices
-				WHERE registration_id = $7 AND host_fingerprint = $2 AND dead_at IS NULL)
-			AND (SELECT COUNT(*) FROM push_events
-				WHERE host_fingerprint = $2 AND kind = $3 AND created_at > $8) < $9
-		ON CONFLICT (event_id) DO NOTHING`,
-		e.ID, e.Host, string(e.Kind), e.Fingerprint, now, e.Deadline, e.RegistrationID, e.QuotaSince, e.Quota)
-	if err != nil {
+	s := insertEventStmt(e, now)
+	if err := t.later(ctx, s.op, s.query, s.args...); err != nil {
 		return fmt.Errorf("insert event: %w", err)
 	}
 	return nil
+}
+
+// insertEventStmt is InsertEvent's statement.
+func insertEventStmt(e NewEvent, now int64) statement {
+	args := []any{e.ID, e.Host, string(e.Kind), e.Fingerprint, now, e.Deadline, e.QuotaSince, e.Quota}
+	return statement{op: "insert event", query: `INSERT INTO push_events
+		(event_id, host_fingerprint, kind, fingerprint, created_at, expires_at)
+		SELECT $1, $2, $3, $4, CAST($5 AS BIGINT), CAST($6 AS BIGINT)
+		WHERE EXISTS (SELECT 1 FROM push_devices
+				WHERE registration_id IN (` + placeholders(len(args)+1, len(e.RegistrationIDs)) + `)
+					AND host_fingerprint = $2 AND dead_at IS NULL)
+			AND (SELECT COUNT(*) FROM push_events
+				WHERE host_fingerprint = $2 AND kind = $3 AND created_at > $7) < $8
+		ON CONFLICT (event_id) DO NOTHING`, args: appendStrings(args, e.RegistrationIDs)}
+}
+
+// placeholders returns n placeholders numbered from first: "$3, $4".
+func placeholders(first, n int) string {
+	b := make([]byte, 0, 5*n)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(first+i), 10)
+	}
+	return string(b)
+}
+
+// appendStrings appends ss to args.
+func appendStrings(args []any, ss []string) []any {
+	for _, s := range ss {
+		args = append(args, s)
+	}
+	return args
 }
 
 // DeviceState is what a host's send finds for one registration id.
@@ -80,15 +108,25 @@ type EventCheck struct {
 // eventID in one statement: the reasons [Tx.InsertEvent] or
 // [Tx.AddRecipient] recorded nothing.
 func (t *Tx) CheckEvent(ctx context.Context, host, registrationID, eventID string) (EventCheck, error) {
-	var dead sql.NullBool
-	var fp sql.NullString
-	var expires sql.NullInt64
-	err := t.r.queryRow(ctx, `SELECT
+	s := checkEventStmt(host, registrationID, eventID)
+	return scanEventCheck(t.r.queryRow(ctx, s.query, s.args...))
+}
+
+// checkEventStmt is CheckEvent's statement.
+func checkEventStmt(host, registrationID, eventID string) statement {
+	return statement{op: "check event", query: `SELECT
 		(SELECT dead_at IS NOT NULL FROM push_devices WHERE registration_id = $1 AND host_fingerprint = $2),
 		(SELECT fingerprint FROM push_events WHERE event_id = $3),
 		(SELECT expires_at FROM push_events WHERE event_id = $3)`,
-		registrationID, host, eventID).Scan(&dead, &fp, &expires)
-	if err != nil {
+		args: []any{registrationID, host, eventID}}
+}
+
+// scanEventCheck reads CheckEvent's row.
+func scanEventCheck(row scanner) (EventCheck, error) {
+	var dead sql.NullBool
+	var fp sql.NullString
+	var expires sql.NullInt64
+	if err := row.Scan(&dead, &fp, &expires); err != nil {
 		return EventCheck{}, fmt.Errorf("check event: %w", err)
 	}
 	c := EventCheck{Found: fp.Valid, Fingerprint: fp.String, ExpiresAt: expires.Int64}

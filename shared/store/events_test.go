@@ -53,7 +53,7 @@ func TestInsertEvent(t *testing.T) {
 			other := mustDevice(t, s, "hostB", "phone")
 			ev := func(id string, reg string, kind contract.Kind) store.NewEvent {
 				return store.NewEvent{ID: id, Host: "hostA", Kind: kind, Fingerprint: "fp-" + id,
-					RegistrationID: reg, Deadline: 9000, QuotaSince: 1000, Quota: 2}
+					RegistrationIDs: []string{reg}, Deadline: 9000, QuotaSince: 1000, Quota: 2}
 			}
 			dup := ev("e1", reg, contract.KindAlert)
 			dup.Fingerprint, dup.Deadline = "fp-other", 9999
@@ -82,6 +82,12 @@ func TestInsertEvent(t *testing.T) {
 					store.EventCheck{Device: store.DeviceUnknown}},
 				{"unknown registration", ev("e8", "nope", contract.KindDismiss), 1003,
 					store.EventCheck{Device: store.DeviceUnknown}},
+				// Recorded when any one of the registrations is live.
+				{"dead, then live", func() store.NewEvent {
+					e := ev("e9", dead, contract.KindDismiss)
+					e.RegistrationIDs = append(e.RegistrationIDs, "nope", reg)
+					return e
+				}(), 1003, store.EventCheck{Device: store.DeviceDead, Found: true, Fingerprint: "fp-e9", ExpiresAt: 9000}},
 			}
 			for _, tt := range tests {
 				var chk store.EventCheck
@@ -90,7 +96,7 @@ func TestInsertEvent(t *testing.T) {
 						return err
 					}
 					var err error
-					chk, err = tx.CheckEvent(ctx, "hostA", tt.e.RegistrationID, tt.e.ID)
+					chk, err = tx.CheckEvent(ctx, "hostA", tt.e.RegistrationIDs[0], tt.e.ID)
 					return err
 				})
 				if diff := cmp.Diff(tt.chk, chk); diff != "" {

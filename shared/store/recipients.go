@@ -59,17 +59,18 @@ type Pending struct {
 // in the same statement so that accepting an alert costs one round trip
 // fewer.
 func (t *Tx) AddRecipient(ctx context.Context, r Recipient, now int64) (bool, Pending, error) {
+	s := addRecipientStmt(r, now)
+	return scanAddedRecipient(t.r.queryRow(ctx, s.query, s.args...))
+}
+
+// addRecipientStmt is AddRecipient's statement.
+func addRecipientStmt(r Recipient, now int64) statement {
 	var fence Fence
 	if r.Fence != nil {
 		fence = *r.Fence
 	}
 	// An empty notification id matches no fence: a dismissal always has one.
-	var (
-		p                         Pending
-		id, payload               sql.NullString
-		members, dueAt, expiresAt sql.NullInt64
-	)
-	err := t.r.queryRow(ctx, `WITH open_batch AS (
+	return statement{op: "add recipient", query: `WITH open_batch AS (
 			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
 			WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending' AND kind = 'alert'
 				AND attempts = 0 AND due_at > $3 AND expires_at > $3
@@ -92,9 +93,19 @@ func (t *Tx) AddRecipient(ctx context.Context, r Recipient, now int64) (bool, Pe
 			CASE WHEN $8 = 'dismiss' THEN (SELECT COUNT(*) FROM push_delivery_batches
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending'
 					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END`,
-		r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(r.Kind),
-		r.Fingerprint).
-		Scan(&p.Deadline, &id, &payload, &members, &dueAt, &expiresAt, &p.Cancellable)
+		args: []any{r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq,
+			string(r.Kind), r.Fingerprint}}
+}
+
+// scanAddedRecipient reads AddRecipient's row, which is there only when
+// the recipient was recorded.
+func scanAddedRecipient(row scanner) (bool, Pending, error) {
+	var (
+		p                         Pending
+		id, payload               sql.NullString
+		members, dueAt, expiresAt sql.NullInt64
+	)
+	err := row.Scan(&p.Deadline, &id, &payload, &members, &dueAt, &expiresAt, &p.Cancellable)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, Pending{}, nil
 	}

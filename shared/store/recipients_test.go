@@ -35,7 +35,7 @@ func TestAddRecipient(t *testing.T) {
 				}
 				for _, id := range []string{"e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8"} {
 					err := tx.InsertEvent(ctx, store.NewEvent{ID: id, Host: "hostA", Kind: contract.KindAlert,
-						Fingerprint: "fp-" + id, RegistrationID: reg, Deadline: 9000, Quota: 100}, 800)
+						Fingerprint: "fp-" + id, RegistrationIDs: []string{reg}, Deadline: 9000, Quota: 100}, 800)
 					if err != nil {
 						return err
 					}

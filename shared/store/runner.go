@@ -26,6 +26,24 @@ type runner interface {
 	// PostgreSQL COMMIT travels with it, so the transaction commits
 	// whatever the caller does next.
 	final(ctx context.Context, query string, args ...any) scanner
+	// batch runs stmts, in order, in one round trip on PostgreSQL (with
+	// what waits before them); the caller reads each statement's result in
+	// order from the returned results, then closes them. On SQLite each
+	// statement runs when its result is read.
+	batch(ctx context.Context, stmts []statement) (results, error)
+}
+
+// results are the results of a batch's statements, read one after the
+// other, each exactly once, in the statements' order.
+type results interface {
+	// exec reads the next statement's result as a write.
+	exec() (int64, error)
+	// row reads the next statement's one row; scan it before reading on.
+	row() scanner
+	// rows reads the next statement's rows; close them before reading on.
+	rows() (rowSet, error)
+	// close ends the batch, reporting an error the reads did not.
+	close() error
 }
 
 // scanner is one row of a result, as *sql.Row and pgx.Row both provide.
@@ -84,6 +102,42 @@ func (r sqlRunner) later(ctx context.Context, op, query string, args ...any) err
 func (r sqlRunner) final(ctx context.Context, query string, args ...any) scanner {
 	return r.queryRow(ctx, query, args...)
 }
+
+func (r sqlRunner) batch(ctx context.Context, stmts []statement) (results, error) {
+	return &sqlResults{r: r, ctx: ctx, stmts: stmts}, nil
+}
+
+// sqlResults runs each statement of a batch when its result is read.
+type sqlResults struct {
+	r     sqlRunner
+	ctx   context.Context
+	stmts []statement
+	next  int
+}
+
+// take returns the statement whose result is read next.
+func (b *sqlResults) take() statement {
+	s := b.stmts[b.next]
+	b.next++
+	return s
+}
+
+func (b *sqlResults) exec() (int64, error) {
+	s := b.take()
+	return b.r.exec(b.ctx, s.query, s.args...)
+}
+
+func (b *sqlResults) row() scanner {
+	s := b.take()
+	return b.r.queryRow(b.ctx, s.query, s.args...)
+}
+
+func (b *sqlResults) rows() (rowSet, error) {
+	s := b.take()
+	return b.r.query(b.ctx, s.query, s.args...)
+}
+
+func (b *sqlResults) close() error { return nil }
 
 // sqlRows adapts *sql.Rows to rowSet.
 type sqlRows struct{ *sql.Rows }
@@ -181,6 +235,28 @@ func (p *pipeline) query(ctx context.Context, query string, args ...any) (rowSet
 	}
 	return batchRows{Rows: rows, br: br}, nil
 }
+
+func (p *pipeline) batch(ctx context.Context, stmts []statement) (results, error) {
+	br, err := p.send(ctx, stmts...)
+	if err != nil {
+		return nil, err
+	}
+	return pgResults{br}, nil
+}
+
+// pgResults reads a pipelined batch's results.
+type pgResults struct{ br pgx.BatchResults }
+
+func (b pgResults) exec() (int64, error) {
+	tag, err := b.br.Exec()
+	return tag.RowsAffected(), err
+}
+
+func (b pgResults) row() scanner { return b.br.QueryRow() }
+
+func (b pgResults) rows() (rowSet, error) { return b.br.Query() }
+
+func (b pgResults) close() error { return b.br.Close() }
 
 func (p *pipeline) later(_ context.Context, op, query string, args ...any) error {
 	p.queued = append(p.queued, statement{op: op, query: query, args: args})
