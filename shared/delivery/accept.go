@@ -15,7 +15,13 @@ type outcome struct {
 	statuses []contract.Status
 	// due lists the batches to hand to the scheduler.
 	due []due
+	// opened lists the batches to insert, in one statement at the end.
+	opened []store.NewBatch
 }
+
+// open records b to be inserted; accept inserts every opened batch at once
+// and hands them to the scheduler.
+func (o *outcome) open(b store.NewBatch) { o.opened = append(o.opened, b) }
 
 // accept is reference-behaviour §4.2 for every registration of one send,
 // inside one transaction under the host lock, in at most three round trips
@@ -90,6 +96,13 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 		if err != nil {
 			return err
 		}
+	}
+	ids, err := tx.InsertBatches(ctx, out.opened, now)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		out.due = append(out.due, due{batchID: id, at: out.opened[i].DueAt})
 	}
 	return nil
 }

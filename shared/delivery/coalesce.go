@@ -41,15 +41,11 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 		out.due = append(out.due, due{batchID: open.ID, at: now})
 	}
 	dueAt := dueTime(now, window, deadline)
-	id, err := tx.InsertBatch(ctx, store.NewBatch{
+	out.open(store.NewBatch{
 		Host: ev.host, RegistrationID: reg, Kind: contract.KindAlert,
 		Payload: singlePayload(ev.item), Members: 1,
 		DueAt: dueAt, ExpiresAt: deadline,
-	}, now)
-	if err != nil {
-		return err
-	}
-	out.due = append(out.due, due{batchID: id, at: dueAt})
+	})
 	return nil
 }
 

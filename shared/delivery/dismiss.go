@@ -18,15 +18,11 @@ func (a *Admission) dismiss(ctx context.Context, tx *store.Tx, ev *event, reg st
 	if err := cancelAlerts(ctx, tx, ev, batches, fence, now); err != nil {
 		return err
 	}
-	id, err := tx.InsertBatch(ctx, store.NewBatch{
+	out.open(store.NewBatch{
 		Host: ev.host, RegistrationID: reg, Kind: contract.KindDismiss,
 		Payload: singlePayload(ev.item), Members: 1,
 		DueAt: now, ExpiresAt: deadline,
-	}, now)
-	if err != nil {
-		return err
-	}
-	out.due = append(out.due, due{batchID: id, at: now})
+	})
 	return nil
 }
 

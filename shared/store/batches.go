@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -45,16 +46,42 @@ type NewBatch struct {
 // id. The caller hands it to the scheduler after commit, so scheduled_at is
 // now.
 func (t *Tx) InsertBatch(ctx context.Context, b NewBatch, now int64) (string, error) {
-	id := uuid.NewString()
-	err := t.later(ctx, "insert batch", `INSERT INTO push_delivery_batches
+	ids, err := t.InsertBatches(ctx, []NewBatch{b}, now)
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// InsertBatches is [Tx.InsertBatch] for several batches in one statement,
+// whose rows share one INSERT: a send to many registrations writes them all
+// at once. It returns the new ids in the order of bs.
+func (t *Tx) InsertBatches(ctx context.Context, bs []NewBatch, now int64) ([]string, error) {
+	if len(bs) == 0 {
+		return nil, nil
+	}
+	const cols = 9
+	ids := make([]string, len(bs))
+	args := make([]any, 0, cols*len(bs))
+	var values strings.Builder
+	for i, b := range bs {
+		ids[i] = uuid.NewString()
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		n := i*cols + 1
+		fmt.Fprintf(&values, "($%d, $%d, $%d, $%d, $%d, $%d, 'pending', $%d, $%d, $%d, $%d)",
+			n, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+8)
+		args = append(args, ids[i], b.Host, b.RegistrationID, string(b.Kind), b.Payload, b.Members, b.DueAt, b.ExpiresAt, now)
+	}
+	err := t.later(ctx, "insert batches", `INSERT INTO push_delivery_batches
 		(batch_id, host_fingerprint, registration_id, kind, payload_json, members, state,
 		 due_at, expires_at, scheduled_at, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $9)`,
-		id, b.Host, b.RegistrationID, string(b.Kind), b.Payload, b.Members, b.DueAt, b.ExpiresAt, now)
+		VALUES `+values.String(), args...)
 	if err != nil {
-		return "", fmt.Errorf("insert batch: %w", err)
+		return nil, fmt.Errorf("insert batches: %w", err)
 	}
-	return id, nil
+	return ids, nil
 }
 
 // JoinBatch replaces a pending batch's members with payload (members long)
