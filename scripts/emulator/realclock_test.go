@@ -41,18 +41,31 @@ func forEachDatabase(t *testing.T, f func(t *testing.T, e *liveEmulator), env ..
 			if url := d.Options(t).DatabaseURL; url != "" {
 				env = append(env, "ORCA_PUSH_DATABASE_URL="+url)
 			}
-			p := startEmulator(t, env...)
-			kp, err := hostclient.GenerateKeypair(rand.Reader)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := hostclient.New(hostclient.Options{BaseURL: p.origin, Keypair: kp,
-				HTTPClient: http.DefaultClient, Clock: clock.Real{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f(t, &liveEmulator{p: p, host: h})
+			f(t, newLiveEmulator(t, startEmulator(t, env...)))
 		})
+	}
+}
+
+// newLiveEmulator drives the emulator process p as a new host on the real
+// clock.
+func newLiveEmulator(t testing.TB, p *process) *liveEmulator {
+	t.Helper()
+	e := &liveEmulator{p: p}
+	e.newHost(t)
+	return e
+}
+
+// newHost makes e send as a new host from now on.
+func (e *liveEmulator) newHost(t testing.TB) {
+	t.Helper()
+	kp, err := hostclient.GenerateKeypair(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.host, err = hostclient.New(hostclient.Options{BaseURL: e.p.origin, Keypair: kp,
+		HTTPClient: http.DefaultClient, Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -201,21 +214,13 @@ func BenchmarkBurstAfterWindow(b *testing.B) {
 				env = append(env, "ORCA_PUSH_DATABASE_URL="+url)
 			}
 			p := startEmulator(b, env...)
-			e := &liveEmulator{p: p}
+			e := newLiveEmulator(b, p)
 			var lates []float64
 			seq := int64(0)
 			for i := 0; b.Loop(); i++ {
 				// A host of its own each time: forty alerts a burst would
 				// soon spend one host's quota.
-				kp, err := hostclient.GenerateKeypair(rand.Reader)
-				if err != nil {
-					b.Fatal(err)
-				}
-				e.host, err = hostclient.New(hostclient.Options{BaseURL: p.origin, Keypair: kp,
-					HTTPClient: http.DefaultClient, Clock: clock.Real{}})
-				if err != nil {
-					b.Fatal(err)
-				}
+				e.newHost(b)
 				reg := e.phone(b, fmt.Sprintf("phone-%d", i))
 				var ids []string
 				var windowEnd int64

@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"net/http"
 	"syscall"
 	"testing"
 	"time"
 
-	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
-	"onorca.dev/push/shared/hostclient"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -31,16 +27,7 @@ func TestSIGTERMMidDelivery(t *testing.T) {
 				env = append(env, "ORCA_PUSH_DATA_DIR="+opts.DataDir)
 			}
 			p := startEmulator(t, env...)
-			kp, err := hostclient.GenerateKeypair(rand.Reader)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := hostclient.New(hostclient.Options{BaseURL: p.origin, Keypair: kp,
-				HTTPClient: http.DefaultClient, Clock: clock.Real{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := &liveEmulator{p: p, host: h}
+			e := newLiveEmulator(t, p)
 			reg := e.phone(t, "phone")
 			controlCall(t, p.origin, "POST", "/_emulator/faults", `{"provider":"apns","token":"*","hang":true,"times":5}`, nil)
 			e.send(t, alert("n1", 1), reg)

@@ -85,10 +85,7 @@ func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted
 		}
 		return nil
 	}()
-	if cerr := res.close(); err == nil && cerr != nil {
-		err = fmt.Errorf("start send: %w", cerr)
-	}
-	if err != nil {
+	if err := closeResults(res, err, "start send"); err != nil {
 		return SendStarted{}, err
 	}
 	return out, nil
@@ -161,11 +158,17 @@ func (t *Tx) SendFacts(ctx context.Context, q SendQuery, now int64) (SendFacts, 
 		}
 		return nil
 	}()
-	if cerr := res.close(); err == nil && cerr != nil {
-		err = fmt.Errorf("send facts: %w", cerr)
-	}
-	if err != nil {
+	if err := closeResults(res, err, "send facts"); err != nil {
 		return SendFacts{}, err
 	}
 	return out, nil
+}
+
+// closeResults closes res and returns err, or else the error closing
+// reported, named op.
+func closeResults(res results, err error, op string) error {
+	if cerr := res.close(); err == nil && cerr != nil {
+		return fmt.Errorf("%s: %w", op, cerr)
+	}
+	return err
 }
