@@ -72,23 +72,26 @@ func (e *deliverEnv) queue(t *testing.T, reg string, n contract.Notification) st
 	return calls[len(calls)-1].BatchID
 }
 
+// providerOutcomes is one answer of each kind a provider gives.
+var providerOutcomes = []struct {
+	name string
+	out  push.Outcome
+}{
+	{"sent", push.Outcome{Kind: push.Sent}},
+	{"retry", push.Outcome{Kind: push.Retry, Reason: "ServiceUnavailable"}},
+	{"terminal", push.Outcome{Kind: push.Terminal, Reason: "BadTopic"}},
+	{"dead", push.Outcome{Kind: push.Dead, Reason: "Unregistered"}},
+}
+
 // TestStaleHolderRecordsNothing: a delivery whose lease ran out while its
 // provider call was slow, and was taken over by another delivery, records
 // nothing when its call returns, whatever the outcome: not sent, not a
 // retry, not a dead token, not an error. The batch stays with the new
 // holder, which records its own outcome.
 func TestStaleHolderRecordsNothing(t *testing.T) {
-	outcomes := []struct {
-		name string
-		out  push.Outcome
-	}{
-		{"sent", push.Outcome{Kind: push.Sent}},
-		{"retry", push.Outcome{Kind: push.Retry, Reason: "ServiceUnavailable"}},
-		{"terminal", push.Outcome{Kind: push.Terminal, Reason: "BadTopic"}},
-	}
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			for _, tt := range outcomes {
+			for _, tt := range providerOutcomes {
 				t.Run(tt.name, func(t *testing.T) {
 					e := mustDeliverEnv(t, d)
 					reg := e.device(t, "hostA", "phone")
@@ -132,18 +135,9 @@ func TestStaleHolderRecordsNothing(t *testing.T) {
 // taken for the batch's own task of the same millisecond. Without a delivery
 // in flight nothing is woken.
 func TestEndWakesHeldBack(t *testing.T) {
-	outcomes := []struct {
-		name string
-		out  push.Outcome
-	}{
-		{"sent", push.Outcome{Kind: push.Sent}},
-		{"retry", push.Outcome{Kind: push.Retry, Reason: "ServiceUnavailable"}},
-		{"terminal", push.Outcome{Kind: push.Terminal, Reason: "BadTopic"}},
-		{"dead", push.Outcome{Kind: push.Dead, Reason: "Unregistered"}},
-	}
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			for _, tt := range outcomes {
+			for _, tt := range providerOutcomes {
 				t.Run(tt.name, func(t *testing.T) {
 					e := mustDeliverEnv(t, d)
 					reg := e.device(t, "hostA", "phone")
