@@ -208,30 +208,6 @@ func withoutFenced(members []contract.Notification, fences map[store.FenceKey]in
 	return kept
 }
 
-// unfenced returns the members of b that no dismissal fence covers,
-// rewriting the batch when some were dropped and ending it as dismissed
-// (returning nil) when none is left.
-func (d *Deliverer) unfenced(ctx context.Context, tx *store.Tx, b store.Batch, members []contract.Notification) ([]contract.Notification, error) {
-	var ids []string
-	for _, m := range members {
-		if m.EffectiveKind() == contract.KindAlert && m.NotificationID != "" {
-			ids = append(ids, m.NotificationID)
-		}
-	}
-	fences, err := tx.Fences(ctx, b.Host, ids)
-	if err != nil || len(fences) == 0 {
-		return members, err
-	}
-	kept := withoutFenced(members, fences)
-	switch {
-	case len(kept) == 0:
-		return nil, tx.DismissBatch(ctx, b.ID, d.clock.Now().UnixMilli())
-	case len(kept) < len(members):
-		return kept, tx.SetBatchMembers(ctx, b.ID, string(contract.AppendNotifications(nil, kept)), len(kept))
-	}
-	return members, nil
-}
-
 // finish ends the leased batch in state and, in the same statement, wakes
 // the registration's other due batches, which this lease held back: they go
 // at once, one after the other. A lost lease records and wakes nothing: the
@@ -259,8 +235,8 @@ func (d *Deliverer) wake(ctx context.Context, ids []string, now int64, token str
 // retry puts the batch back for its next attempt at
 // now + max(1 s, backoff by attempt, the provider's delay), or ends it as
 // expired when that is at or past its deadline: a Retry-After is never
-// shortened to fit (reference-behaviour §6). A batch whose every member was
-// dismissed while in flight is not retried.
+// shortened to fit (reference-behaviour §6). Either way the batches this
+// lease held back are woken.
 func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) error {
 	now := d.clock.Now().UnixMilli()
 	delay := max(contract.MinRetryDelay, backoff(c.attempts), out.RetryAfter)
@@ -269,30 +245,19 @@ func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) err
 		d.counters.Inc(obs.DeliveryExpired)
 		return d.finish(ctx, c, store.BatchExpired, out.Reason)
 	}
+	// The lease token fences both statements; the host lock is not
+	// needed. A batch a dismissal emptied while in flight is retried too:
+	// its next claim drops the fenced members and ends it as dismissed.
 	retried := false
 	var next []string
-	err := d.store.HostTx(ctx, c.batch.Host, func(tx *store.Tx) error {
-		retried, next = false, nil
-		b, err := tx.LockedBatch(ctx, c.batch.ID)
-		if err != nil || b.State != store.BatchPending || b.LeaseToken != c.token {
+	err := d.store.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if retried, err = tx.RetryBatch(ctx, c.batch.ID, c.token, at, now); err != nil || !retried {
 			// A lost lease: the new holder decides, and wakes what
 			// waits.
 			return err
 		}
-		members, err := decodeMembers(b.ID, b.Payload)
-		if err != nil {
-			return err
-		}
-		if members, err = d.unfenced(ctx, tx, b, members); err != nil {
-			return err
-		}
-		if members != nil {
-			if retried, err = tx.RetryBatch(ctx, c.batch.ID, c.token, at, now); err != nil || !retried {
-				return err
-			}
-		}
-		// Retried for later, or dismissed while in flight: what this
-		// lease held back (the dismissal itself, often) goes now.
+		// What this lease held back (a dismissal, often) goes now.
 		next, err = tx.DueBatches(ctx, c.batch.RegistrationID, now)
 		return err
 	})

@@ -20,13 +20,6 @@ const (
 	BatchExpired BatchState = "expired"
 )
 
-// LockedBatch reads a batch inside the transaction; ErrNoRow when there is
-// none. Call it under HostTx of the batch's host, so no other claim or
-// admission of the host runs meanwhile.
-func (t *Tx) LockedBatch(ctx context.Context, id string) (Batch, error) {
-	return readBatch(ctx, t.r, id)
-}
-
 // ClaimView is what a delivery needs to decide on a claim, read in one
 // statement: the batch, the latest live lease another pending batch of its
 // registration holds (one delivery per registration is in flight at a

@@ -57,7 +57,7 @@ func mustLeaseFixture(t *testing.T, d storetest.Dialect) *leaseFixture {
 		return nil
 	})
 	for id, token := range map[string]string{f.held: "holder", f.leased: "another"} {
-		err := f.s.BatchTx(ctx, id, func(tx *store.Tx) error {
+		err := f.s.Tx(ctx, func(tx *store.Tx) error {
 			_, err := tx.LeaseBatch(ctx, id, token, fixtureNow+30_000)
 			return err
 		})

@@ -139,10 +139,10 @@ func TestFinalStatementCommits(t *testing.T) {
 	}
 }
 
-// TestBatchTxTakesTheHostLock holds a host's lock in HostTx and checks that
-// a BatchTx on a batch of that host, which finds its host inside the
-// statement that takes the lock, waits for it.
-func TestBatchTxTakesTheHostLock(t *testing.T) {
+// TestClaimTakesTheHostLock holds a host's lock in HostTx and checks that a
+// claim of a batch of that host, which finds its host inside the statement
+// that takes the lock, waits for it.
+func TestClaimTakesTheHostLock(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
@@ -180,18 +180,13 @@ func TestBatchTxTakesTheHostLock(t *testing.T) {
 			<-held
 			go func() {
 				defer wg.Done()
-				err := s.BatchTx(ctx, id, func(tx *store.Tx) error {
-					if _, err := tx.LockedBatch(ctx, id); err != nil {
-						return err
-					}
-					log("batch in")
-					return nil
-				})
-				if err != nil {
-					t.Error(err)
+				c, err := s.ClaimBatch(ctx, id, "lease", 10, 30_010, "deadline")
+				if err != nil || !c.Leased {
+					t.Errorf("ClaimBatch = %+v, %v; want leased", c, err)
 				}
+				log("batch in")
 			}()
-			// Were the lock not taken, BatchTx would get in meanwhile.
+			// Were the lock not taken, the claim would get in meanwhile.
 			time.Sleep(100 * time.Millisecond)
 			close(release)
 			wg.Wait()

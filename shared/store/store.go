@@ -107,14 +107,6 @@ func (s *Store) HostTx(ctx context.Context, host string, fn func(*Tx) error) err
 	return s.transact(ctx, lockOn{host: host}, fn)
 }
 
-// BatchTx is [Store.HostTx] for the host that batch batchID belongs to, or
-// under no lock when there is no such batch. On PostgreSQL the lock is found
-// and taken by the statement that begins the transaction, so a delivery
-// needs no read of the batch before it.
-func (s *Store) BatchTx(ctx context.Context, batchID string, fn func(*Tx) error) error {
-	return s.transact(ctx, lockOn{batch: batchID}, fn)
-}
-
 // lockOn names the per-host lock a transaction takes: the host's, the host
 // of a batch's, or none when both are empty.
 type lockOn struct {
