@@ -74,6 +74,14 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	if err != nil {
 		return err
 	}
+	return a.place(ctx, tx, ev, regs, st, facts, added, now, out)
+}
+
+// place gives each registration its status and, when it got a recipient,
+// puts the notification in its batches (coalesceAlert, dismiss); then it
+// inserts every batch opened, in one statement.
+func (a *Admission) place(ctx context.Context, tx *store.Tx, ev *event, regs []string, st store.SendStarted,
+	facts store.SendFacts, added func(int) bool, now int64, out *outcome) error {
 	checked, cancellable := 0, 0
 	for i, reg := range regs {
 		if !added(i) {
@@ -83,6 +91,7 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 		}
 		out.statuses[i] = contract.StatusQueued
 		p := st.Pending[i]
+		var err error
 		if ev.kind == contract.KindAlert {
 			err = a.coalesceAlert(ctx, tx, ev, reg, p.Open, p.Deadline, now, out)
 		} else {
