@@ -115,11 +115,13 @@ func (p *proxy) serve() {
 			defer p.wg.Done()
 			io.Copy(c, s)
 			c.Close()
+			s.Close()
 		}()
 		go func() {
 			defer p.wg.Done()
-			p.count(s, c)
-			s.Close()
+			if !p.count(s, c) {
+				s.Close()
+			}
 			c.Close()
 		}()
 	}
@@ -138,16 +140,20 @@ const (
 // itself. An encrypted session is not supported (the tests disable SSL).
 // While a cut is armed, messages are held until the Sync or Query that ends
 // their round trip, so that a cut round trip reaches the server whole or
-// not at all; it returns to drop the connection.
-func (p *proxy) count(s io.Writer, c io.Reader) {
+// not at all; it returns to drop the connection. It reports whether the
+// server side must stay open: after a round trip cut with delivered set, the
+// server's answer shows that it processed it, and the other direction
+// closes the server side once that answer comes (closing at once could
+// reset the connection before the server read the round trip).
+func (p *proxy) count(s io.Writer, c io.Reader) (answerPending bool) {
 	var head [8]byte
 	for {
 		if _, err := io.ReadFull(c, head[:8]); err != nil {
-			return
+			return false
 		}
 		code := binary.BigEndian.Uint32(head[4:8])
 		if err := forward(s, c, head[:8], int(binary.BigEndian.Uint32(head[:4]))-8); err != nil {
-			return
+			return false
 		}
 		if code != sslRequest && code != gssEncRequest {
 			break
@@ -156,14 +162,14 @@ func (p *proxy) count(s io.Writer, c io.Reader) {
 	var held bytes.Buffer
 	for {
 		if _, err := io.ReadFull(c, head[:5]); err != nil {
-			return
+			return false
 		}
 		var out io.Writer = s
 		if p.rt.cut.Load() != 0 {
 			out = &held
 		}
 		if err := forward(out, c, head[:5], int(binary.BigEndian.Uint32(head[1:5]))-4); err != nil {
-			return
+			return false
 		}
 		if head[0] != 'Q' && head[0] != 'S' {
 			continue
@@ -173,11 +179,14 @@ func (p *proxy) count(s io.Writer, c io.Reader) {
 		if cut {
 			p.rt.cut.Store(0)
 			if !p.rt.delivered.Load() {
-				return
+				return false
 			}
 		}
-		if _, err := held.WriteTo(s); err != nil || cut {
-			return
+		if _, err := held.WriteTo(s); err != nil {
+			return false
+		}
+		if cut {
+			return true
 		}
 	}
 }
