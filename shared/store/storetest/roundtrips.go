@@ -111,15 +111,18 @@ func (p *proxy) serve() {
 		p.conns = append(p.conns, c, s)
 		p.mu.Unlock()
 		p.wg.Add(2)
+		// mute is set once a round trip was cut after the server got it:
+		// its answer, and anything after, is not passed on.
+		mute := new(atomic.Bool)
 		go func() {
 			defer p.wg.Done()
-			io.Copy(c, s)
+			answer(c, s, mute)
 			c.Close()
 			s.Close()
 		}()
 		go func() {
 			defer p.wg.Done()
-			if !p.count(s, c) {
+			if !p.count(s, c, mute) {
 				s.Close()
 			}
 			c.Close()
@@ -145,7 +148,7 @@ const (
 // server's answer shows that it processed it, and the other direction
 // closes the server side once that answer comes (closing at once could
 // reset the connection before the server read the round trip).
-func (p *proxy) count(s io.Writer, c io.Reader) (answerPending bool) {
+func (p *proxy) count(s io.Writer, c io.Reader, mute *atomic.Bool) (answerPending bool) {
 	var head [8]byte
 	for {
 		if _, err := io.ReadFull(c, head[:8]); err != nil {
@@ -181,12 +184,39 @@ func (p *proxy) count(s io.Writer, c io.Reader) (answerPending bool) {
 			if !p.rt.delivered.Load() {
 				return false
 			}
+			mute.Store(true)
 		}
 		if _, err := held.WriteTo(s); err != nil {
 			return false
 		}
 		if cut {
 			return true
+		}
+	}
+}
+
+// answer copies the backend stream from s to c message by message (every
+// backend message is a type byte and a length that counts itself; the tests
+// disable SSL, so there is no untyped answer). Once mute is set it passes
+// nothing on and returns at the next ReadyForQuery: the server has then
+// carried out the round trip that was cut, its COMMIT included, and the
+// connection may close.
+func answer(c io.Writer, s io.Reader, mute *atomic.Bool) {
+	var head [5]byte
+	for {
+		if _, err := io.ReadFull(s, head[:]); err != nil {
+			return
+		}
+		var out = c
+		muted := mute.Load()
+		if muted {
+			out = io.Discard
+		}
+		if err := forward(out, s, head[:], int(binary.BigEndian.Uint32(head[1:5]))-4); err != nil {
+			return
+		}
+		if muted && head[0] == 'Z' {
+			return
 		}
 	}
 }
