@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"onorca.dev/push/shared/store"
 )
@@ -122,9 +123,14 @@ func (p *proxy) serve() {
 		}()
 		go func() {
 			defer p.wg.Done()
-			if !p.count(s, c, mute) {
-				s.Close()
+			if p.count(s, c, mute) {
+				// The other direction closes both sides once the server
+				// answered: the client must not see the connection drop
+				// before the server carried out the round trip, or it could
+				// look for the round trip's rows before they are there.
+				return
 			}
+			s.Close()
 			c.Close()
 		}()
 	}
@@ -146,8 +152,10 @@ const (
 // not at all; it returns to drop the connection. It reports whether the
 // server side must stay open: after a round trip cut with delivered set, the
 // server's answer shows that it processed it, and the other direction
-// closes the server side once that answer comes (closing at once could
-// reset the connection before the server read the round trip).
+// closes both sides once that answer comes (closing the server side at once
+// could reset the connection before the server read the round trip; closing
+// the client side at once would let the client look before the server
+// committed).
 func (p *proxy) count(s io.Writer, c io.Reader, mute *atomic.Bool) (answerPending bool) {
 	var head [8]byte
 	for {
@@ -185,6 +193,9 @@ func (p *proxy) count(s io.Writer, c io.Reader, mute *atomic.Bool) (answerPendin
 				return false
 			}
 			mute.Store(true)
+		}
+		if cut {
+			time.Sleep(50 * time.Millisecond)
 		}
 		if _, err := held.WriteTo(s); err != nil {
 			return false
