@@ -92,9 +92,11 @@ func TestIdempotency(t *testing.T) {
 			p2 := e.device(t, "hostA", "phone2")
 			e.clock.Advance(contract.EventLifetime - 1)
 			e.mustSend(t, contract.StatusQueued, "hostA", n, p2)
-			// At the deadline the duplicate is refused, for every phone.
+			// At the deadline the duplicate is refused, for every phone,
+			// also one that never had it.
+			p3 := e.device(t, "hostA", "phone3")
 			e.clock.Advance(1)
-			e.mustSend(t, contract.StatusError, "hostA", n, p, p2)
+			e.mustSend(t, contract.StatusError, "hostA", n, p, p2, p3)
 		})
 	}
 }

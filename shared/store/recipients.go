@@ -97,6 +97,88 @@ func addRecipientStmt(r Recipient, now int64) statement {
 			string(r.Kind), r.Fingerprint}}
 }
 
+// addRecipientsStmt is AddRecipient's statement for every one of rs at
+// once, on PostgreSQL (rs share their event, host, kind and fence, as the
+// recipients of one send do). It returns a row for each recipient recorded,
+// led by its registration id, in no particular order; the checks, and the
+// open batch and the cancellable count read for a recorded one, are
+// AddRecipient's. One statement instead of one per registration spares the
+// database a plan execution per registration; the registrations are an
+// array, so the statement's text, and its prepared plan, do not depend on
+// their number.
+func addRecipientsStmt(rs []Recipient, now int64) statement {
+	var fence Fence
+	if rs[0].Fence != nil {
+		fence = *rs[0].Fence
+	}
+	regs := make([]string, len(rs))
+	for i, r := range rs {
+		regs[i] = r.RegistrationID
+	}
+	r := rs[0]
+	return statement{op: "add recipients", query: `WITH added AS (
+			INSERT INTO push_event_recipients (event_id, registration_id, created_at)
+			SELECT $1, u.reg, CAST($2 AS BIGINT) FROM unnest(CAST($9 AS TEXT[])) AS u(reg)
+			WHERE EXISTS (SELECT 1 FROM push_devices
+					WHERE registration_id = u.reg AND host_fingerprint = $3 AND dead_at IS NULL)
+				AND EXISTS (SELECT 1 FROM push_events
+					WHERE event_id = $1 AND fingerprint = $8 AND expires_at > $2)
+				AND NOT EXISTS (SELECT 1 FROM push_dismissed_events
+					WHERE host_fingerprint = $3 AND notification_epoch = $4 AND notification_id = $5
+						AND notification_seq >= $6)
+			ON CONFLICT (event_id, registration_id) DO NOTHING
+			RETURNING registration_id)
+		SELECT a.registration_id, (SELECT expires_at FROM push_events WHERE event_id = $1),
+			o.batch_id, o.payload_json, o.members, o.due_at, o.expires_at,
+			CASE WHEN $7 = 'dismiss' THEN (SELECT COUNT(*) FROM push_delivery_batches
+				WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
+					AND kind = 'alert' AND lease_until <= $2) ELSE 0 END
+		FROM added a LEFT JOIN LATERAL (
+			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
+			WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
+				AND kind = 'alert' AND attempts = 0 AND due_at > $2 AND expires_at > $2
+			ORDER BY created_at DESC, batch_id DESC LIMIT 1) o ON TRUE`,
+		args: []any{r.EventID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(r.Kind),
+			r.Fingerprint, regs}}
+}
+
+// scanAddedRecipients reads addRecipientsStmt's rows into added and
+// pending, indexed as rs.
+func scanAddedRecipients(rows rowSet, err error, rs []Recipient, added []bool, pending []Pending) error {
+	if err != nil {
+		return fmt.Errorf("add recipients: %w", err)
+	}
+	defer rows.Close()
+	at := make(map[string]int, len(rs))
+	for i, r := range rs {
+		at[r.RegistrationID] = i
+	}
+	for rows.Next() {
+		var (
+			reg                       string
+			p                         Pending
+			id, payload               sql.NullString
+			members, dueAt, expiresAt sql.NullInt64
+		)
+		if err := rows.Scan(&reg, &p.Deadline, &id, &payload, &members, &dueAt, &expiresAt, &p.Cancellable); err != nil {
+			return fmt.Errorf("add recipients: %w", err)
+		}
+		i, ok := at[reg]
+		if !ok {
+			return fmt.Errorf("add recipients: unexpected registration in the answer")
+		}
+		if id.Valid {
+			p.Open = OpenBatch{ID: id.String, Payload: payload.String, Members: int(members.Int64),
+				DueAt: dueAt.Int64, ExpiresAt: expiresAt.Int64}
+		}
+		added[i], pending[i] = true, p
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("add recipients: %w", err)
+	}
+	return nil
+}
+
 // scanAddedRecipient reads AddRecipient's row, which is there only when
 // the recipient was recorded.
 func scanAddedRecipient(row scanner) (bool, Pending, error) {

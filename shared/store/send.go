@@ -18,7 +18,8 @@ type SendStart struct {
 	Event NewEvent
 	// Add makes the round trip record the event and one recipient per
 	// registration in Recipients (AddRecipient); without it only the
-	// session is read.
+	// session is read. The recipients are the event's: they share its id,
+	// host, kind, content fingerprint and fence.
 	Add        bool
 	Recipients []Recipient
 }
@@ -45,10 +46,18 @@ func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted
 		stmts = append(stmts, statement{op: "read session", query: `SELECT expires_at FROM push_sessions
 			WHERE token_hash = $1 AND host_fingerprint = $2`, args: []any{s.TokenHash, s.Event.Host}})
 	}
+	// On PostgreSQL one statement records every recipient; on SQLite,
+	// where a statement costs no round trip, each has its own.
+	_, onePerSend := t.r.(*pipeline)
+	onePerSend = onePerSend && len(s.Recipients) > 0
 	if s.Add {
 		stmts = append(stmts, insertEventStmt(s.Event, now))
-		for _, r := range s.Recipients {
-			stmts = append(stmts, addRecipientStmt(r, now))
+		if onePerSend {
+			stmts = append(stmts, addRecipientsStmt(s.Recipients, now))
+		} else {
+			for _, r := range s.Recipients {
+				stmts = append(stmts, addRecipientStmt(r, now))
+			}
 		}
 	}
 	var out SendStarted
@@ -77,6 +86,10 @@ func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted
 			return fmt.Errorf("insert event: %w", err)
 		}
 		out.Added, out.Pending = make([]bool, len(s.Recipients)), make([]Pending, len(s.Recipients))
+		if onePerSend {
+			rows, err := res.rows()
+			return scanAddedRecipients(rows, err, s.Recipients, out.Added, out.Pending)
+		}
 		for i := range s.Recipients {
 			var err error
 			if out.Added[i], out.Pending[i], err = scanAddedRecipient(res.row()); err != nil {
