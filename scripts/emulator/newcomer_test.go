@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"onorca.dev/push/scripts/emulator/emulatortest"
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/contract"
@@ -42,10 +43,7 @@ func TestHelpListsFlagsAndEnvironment(t *testing.T) {
 		}
 	}
 	// As a process: -h exits 0, a flag it does not know exits 2.
-	bin, err := emulatorBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := emulatortest.MustBuild(t)
 	for _, tt := range []struct {
 		arg  string
 		code int

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,24 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"onorca.dev/push/scripts/emulator/emulatortest"
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/hostclient"
 )
-
-// emulatorBinary builds the emulator once per test binary.
-var emulatorBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "orca-push-emulator")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "emulator")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", errors.New(string(out))
-	}
-	return bin, nil
-})
 
 type process struct {
 	cmd    *exec.Cmd
@@ -66,45 +51,15 @@ func (s *syncBuffer) String() string {
 // port with a data directory of its own, and waits for its ready line.
 func startEmulator(t testing.TB, env ...string) *process {
 	t.Helper()
-	return startEmulatorWith(t, []string{"-addr", "127.0.0.1:0"}, env...)
+	return startEmulatorWith(t, emulatortest.FreePort(), env...)
 }
 
 // startEmulatorWith is startEmulator with the given arguments.
 func startEmulatorWith(t testing.TB, args []string, env ...string) *process {
 	t.Helper()
-	bin, err := emulatorBinary()
-	if err != nil {
-		t.Fatalf("build emulator: %v", err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), append([]string{"ORCA_PUSH_DATA_DIR=" + t.TempDir()}, env...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	ready := make(chan string, 1)
-	go func() {
-		for lines.Scan() {
-			if line := lines.Text(); strings.Contains(line, "ready on ") {
-				ready <- line
-			}
-		}
-	}()
-	select {
-	case line := <-ready:
-		origin := strings.Fields(strings.SplitN(line, "ready on ", 2)[1])[0]
-		return &process{cmd: cmd, origin: origin, ready: line, stderr: stderr}
-	case <-time.After(30 * time.Second): // a process boundary
-		t.Fatal("emulator printed no ready line")
-		return nil
-	}
+	p := emulatortest.Start(t, args, env, stderr)
+	return &process{cmd: p.Cmd, origin: p.Origin, ready: p.Ready, stderr: stderr}
 }
 
 func TestEmulatorEndToEnd(t *testing.T) {
@@ -186,9 +141,7 @@ func TestRealClockHasNoClockRoute(t *testing.T) {
 // BenchmarkColdStart measures, with the binary already built, the time from
 // process start to the first 200 on /health, and the idle RSS after it.
 func BenchmarkColdStart(b *testing.B) {
-	if _, err := emulatorBinary(); err != nil {
-		b.Fatal(err)
-	}
+	emulatortest.MustBuild(b)
 	var rss float64
 	var total time.Duration
 	n := 0

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,64 +12,37 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"onorca.dev/push/scripts/emulator/emulatortest"
 )
 
-// binaries builds the host command line and the emulator once per test
-// binary.
-var binaries = sync.OnceValues(func() (map[string]string, error) {
+// hostBinary builds the host command line once per test binary.
+var hostBinary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "orca-push-host")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	out := map[string]string{"host": filepath.Join(dir, "host"), "emulator": filepath.Join(dir, "emulator")}
-	for name, pkg := range map[string]string{"host": ".", "emulator": "../emulator"} {
-		if b, err := exec.Command("go", "build", "-o", out[name], pkg).CombinedOutput(); err != nil {
-			return nil, errors.New(string(b))
-		}
+	bin := filepath.Join(dir, "host")
+	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", errors.New(string(b))
 	}
-	return out, nil
+	return bin, nil
 })
 
-func mustBinaries(t *testing.T) map[string]string {
+func mustHostBinary(t *testing.T) string {
 	t.Helper()
-	bins, err := binaries()
+	bin, err := hostBinary()
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
-	return bins
+	return bin
 }
 
 // startEmulator starts the emulator process on SQLite and the manual clock
 // and returns its origin once it printed its ready line.
 func startEmulator(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(mustBinaries(t)["emulator"], "-addr", "127.0.0.1:0", "-manual-clock")
-	cmd.Env = append(os.Environ(), "ORCA_PUSH_DATA_DIR="+t.TempDir())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan string, 1)
-	go func() {
-		for lines := bufio.NewScanner(stdout); lines.Scan(); {
-			if _, after, ok := strings.Cut(lines.Text(), "ready on "); ok {
-				ready <- strings.Fields(after)[0]
-			}
-		}
-	}()
-	select {
-	case origin := <-ready:
-		return origin
-	case <-time.After(30 * time.Second): // a process boundary
-		t.Fatal("the emulator printed no ready line")
-		return ""
-	}
+	return emulatortest.Start(t, emulatortest.FreePort("-manual-clock"), nil, nil).Origin
 }
 
 // result is one run of the host command line.
@@ -87,7 +59,7 @@ type hostCLI struct {
 
 func (h hostCLI) run(args ...string) result {
 	h.t.Helper()
-	cmd := exec.Command(mustBinaries(h.t)["host"], args...)
+	cmd := exec.Command(mustHostBinary(h.t), args...)
 	cmd.Env = append(os.Environ(), h.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -1,39 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"onorca.dev/push/scripts/emulator/emulatortest"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/httpx"
 )
-
-// emulatorBinary builds the emulator once per test binary.
-var emulatorBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "orca-push-load")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "emulator")
-	out, err := exec.Command("go", "build", "-o", bin, "onorca.dev/push/scripts/emulator").CombinedOutput()
-	if err != nil {
-		return "", errors.New(string(out))
-	}
-	return bin, nil
-})
 
 // front stands between the load tool and a real emulator process (SQLite,
 // real clock), whose public origin it is. It passes every request on, and
@@ -120,48 +102,20 @@ func (f *front) counts() (held, busy int) {
 // ready line.
 func mustEmulator(t *testing.T, env ...string) *front {
 	t.Helper()
-	bin, err := emulatorBinary()
-	if err != nil {
-		t.Fatalf("build emulator: %v", err)
-	}
 	f := &front{busied: map[string]bool{}}
 	f.srv = httptest.NewUnstartedServer(f)
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), append([]string{"ORCA_PUSH_DATA_DIR=" + t.TempDir(), "ORCA_PUSH_DATABASE_URL=",
-		"ORCA_PUSH_PUBLIC_URL=http://" + f.srv.Listener.Addr().String()}, env...)...)
-	stdout, err := cmd.StdoutPipe()
+	p := emulatortest.Start(t, emulatortest.FreePort(), append([]string{"ORCA_PUSH_DATABASE_URL=",
+		"ORCA_PUSH_PUBLIC_URL=http://" + f.srv.Listener.Addr().String()}, env...), nil)
+	u, err := url.Parse(p.Origin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan string, 1)
-	go func() {
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			if line := lines.Text(); strings.Contains(line, "ready on ") {
-				ready <- strings.Fields(strings.SplitN(line, "ready on ", 2)[1])[0]
-			}
-		}
-	}()
-	select {
-	case origin := <-ready:
-		u, err := url.Parse(origin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// X-Forwarded-For passes as the tool set it: each host keeps its
-		// own client IP.
-		f.proxy = &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(u)
-			r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"]
-		}}
-	case <-time.After(30 * time.Second): // a process boundary
-		t.Fatal("emulator printed no ready line")
-	}
+	// X-Forwarded-For passes as the tool set it: each host keeps its own
+	// client IP.
+	f.proxy = &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"]
+	}}
 	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	return f

@@ -1,0 +1,102 @@
+// Package emulatortest runs the emulator as a separate process for the tests
+// of the programs that talk to it (the emulator's own, the host command
+// line's, the load tool's): built once per test binary, on a free port, with
+// a data directory of its own, and killed when the test ends.
+package emulatortest
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// readyTimeout bounds the wait for the ready line: a process boundary, so a
+// real-time wait.
+const readyTimeout = 30 * time.Second
+
+// Build builds the emulator once per test binary and returns the path of the
+// binary.
+var Build = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "orca-push-emulator")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "emulator")
+	out, err := exec.Command("go", "build", "-o", bin, "onorca.dev/push/scripts/emulator").CombinedOutput()
+	if err != nil {
+		return "", errors.New(string(out))
+	}
+	return bin, nil
+})
+
+// MustBuild is [Build] that fails t when the build fails.
+func MustBuild(t testing.TB) string {
+	t.Helper()
+	bin, err := Build()
+	if err != nil {
+		t.Fatalf("build emulator: %v", err)
+	}
+	return bin
+}
+
+// Process is a running emulator.
+type Process struct {
+	// Cmd is the process; a test may signal it and wait for it.
+	Cmd *exec.Cmd
+	// Origin is the origin it serves, from its ready line.
+	Origin string
+	// Ready is its ready line.
+	Ready string
+}
+
+// FreePort returns the arguments that make the emulator listen on a free
+// port of the loopback interface, followed by more.
+func FreePort(more ...string) []string {
+	return append([]string{"-addr", "127.0.0.1:0"}, more...)
+}
+
+// Start starts the emulator with args (FreePort(), for most tests) and the
+// test's environment plus ORCA_PUSH_DATA_DIR set to a directory of t's, then
+// env (which may override it). The process's stderr goes to stderr
+// (os.Stderr when nil). Start waits for the ready line and kills the process
+// when t ends.
+func Start(t testing.TB, args, env []string, stderr io.Writer) *Process {
+	t.Helper()
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	cmd := exec.Command(MustBuild(t), args...)
+	cmd.Env = append(os.Environ(), append([]string{"ORCA_PUSH_DATA_DIR=" + t.TempDir()}, env...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan string, 1)
+	go func() {
+		for lines := bufio.NewScanner(stdout); lines.Scan(); {
+			if line := lines.Text(); strings.Contains(line, "ready on ") {
+				ready <- line
+			}
+		}
+	}()
+	select {
+	case line := <-ready:
+		_, after, _ := strings.Cut(line, "ready on ")
+		return &Process{Cmd: cmd, Origin: strings.Fields(after)[0], Ready: line}
+	case <-time.After(readyTimeout):
+		t.Fatal("the emulator printed no ready line")
+		return nil
+	}
+}
