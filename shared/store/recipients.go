@@ -155,23 +155,17 @@ func scanAddedRecipients(rows rowSet, err error, rs []Recipient, added []bool, p
 	}
 	for rows.Next() {
 		var (
-			reg                       string
-			p                         Pending
-			id, payload               sql.NullString
-			members, dueAt, expiresAt sql.NullInt64
+			reg string
+			p   pendingRow
 		)
-		if err := rows.Scan(&reg, &p.Deadline, &id, &payload, &members, &dueAt, &expiresAt, &p.Cancellable); err != nil {
+		if err := rows.Scan(append([]any{&reg}, p.dest()...)...); err != nil {
 			return fmt.Errorf("add recipients: %w", err)
 		}
 		i, ok := at[reg]
 		if !ok {
 			return fmt.Errorf("add recipients: unexpected registration in the answer")
 		}
-		if id.Valid {
-			p.Open = OpenBatch{ID: id.String, Payload: payload.String, Members: int(members.Int64),
-				DueAt: dueAt.Int64, ExpiresAt: expiresAt.Int64}
-		}
-		added[i], pending[i] = true, p
+		added[i], pending[i] = true, p.pending()
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("add recipients: %w", err)
@@ -182,21 +176,35 @@ func scanAddedRecipients(rows rowSet, err error, rs []Recipient, added []bool, p
 // scanAddedRecipient reads AddRecipient's row, which is there only when
 // the recipient was recorded.
 func scanAddedRecipient(row scanner) (bool, Pending, error) {
-	var (
-		p                         Pending
-		id, payload               sql.NullString
-		members, dueAt, expiresAt sql.NullInt64
-	)
-	err := row.Scan(&p.Deadline, &id, &payload, &members, &dueAt, &expiresAt, &p.Cancellable)
+	var p pendingRow
+	err := row.Scan(p.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, Pending{}, nil
 	}
 	if err != nil {
 		return false, Pending{}, fmt.Errorf("add recipient: %w", err)
 	}
-	if id.Valid {
-		p.Open = OpenBatch{ID: id.String, Payload: payload.String, Members: int(members.Int64),
-			DueAt: dueAt.Int64, ExpiresAt: expiresAt.Int64}
+	return true, p.pending(), nil
+}
+
+// pendingRow is what AddRecipient's statement reads of the event and the
+// open batch, the open batch's columns NULL when there is none.
+type pendingRow struct {
+	deadline, cancellable     int64
+	id, payload               sql.NullString
+	members, dueAt, expiresAt sql.NullInt64
+}
+
+// dest returns the scan destinations, in the statement's column order.
+func (r *pendingRow) dest() []any {
+	return []any{&r.deadline, &r.id, &r.payload, &r.members, &r.dueAt, &r.expiresAt, &r.cancellable}
+}
+
+func (r *pendingRow) pending() Pending {
+	p := Pending{Deadline: r.deadline, Cancellable: int(r.cancellable)}
+	if r.id.Valid {
+		p.Open = OpenBatch{ID: r.id.String, Payload: r.payload.String, Members: int(r.members.Int64),
+			DueAt: r.dueAt.Int64, ExpiresAt: r.expiresAt.Int64}
 	}
-	return true, p, nil
+	return p
 }
