@@ -16,6 +16,7 @@ import (
 	"onorca.dev/push/shared/providers/apns"
 	"onorca.dev/push/shared/providers/standin"
 	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/push/pushtest"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -69,6 +70,7 @@ func BenchmarkDeliver(b *testing.B) {
 			queue := pendingBatches(b, s, token, payload, clk.Now().UnixMilli())
 			b.ResetTimer()
 			b.SetParallelism((deliverWorkers + 1) / 2)
+			done := reportCPU(b)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if err := dl.Deliver(ctx, <-queue); err != nil {
@@ -76,7 +78,7 @@ func BenchmarkDeliver(b *testing.B) {
 					}
 				}
 			})
-			b.StopTimer()
+			done()
 			// A provider hiccup under load is retried, not lost; it shows
 			// here as a batch not sent within the run.
 			all := counters.Consume()
@@ -109,6 +111,7 @@ func BenchmarkDeliver(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			b.SetParallelism((deliverWorkers + 1) / 2)
+			defer reportCPU(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					id := <-queue
@@ -130,6 +133,7 @@ func BenchmarkDeliver(b *testing.B) {
 		m := push.Build("host00", []contract.Notification{n}, clk.Now().Add(time.Hour).UnixMilli())
 		t := push.Target{Platform: contract.PlatformIOS, Token: token, APNSEnvironment: contract.APNSSandbox}
 		b.SetParallelism((deliverWorkers + 1) / 2)
+		defer reportCPU(b)()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if o := client.Send(context.Background(), t, m); o.Kind != push.Sent {
@@ -138,6 +142,20 @@ func BenchmarkDeliver(b *testing.B) {
 			}
 		})
 	})
+}
+
+// reportCPU starts measuring CPU time and returns the function that stops
+// the timer and reports it per op: cpu-ns/op is the benchmark process's own
+// (the gateway's and the in-process stand-in's), db-cpu-ns/op the rest of
+// the machine's, on a quiet machine the database server's.
+func reportCPU(b *testing.B) func() {
+	cpu, machine := pushtest.CPUTime(), pushtest.MachineCPUTime()
+	return func() {
+		b.StopTimer()
+		cpu, machine = pushtest.CPUTime()-cpu, pushtest.MachineCPUTime()-machine
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(machine-cpu)/float64(b.N), "db-cpu-ns/op")
+	}
 }
 
 // pendingBatches stores b.N due alert batches of payload and returns their
