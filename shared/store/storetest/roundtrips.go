@@ -19,7 +19,8 @@ import (
 // protocol is one wait for the server's ReadyForQuery. pgx sends BEGIN and
 // COMMIT as simple queries and each statement with arguments as
 // Bind/Execute/Sync (plus a Parse/Describe/Sync the first time a connection
-// sees it), so the count is what the network sees, not an estimate.
+// sees it), so the count is what the network sees, not an estimate; only
+// the pool's liveness ping is left out (see pingQuery).
 type RoundTrips struct {
 	n atomic.Int64
 	// cut, when not zero, is the count at which the proxy drops the
