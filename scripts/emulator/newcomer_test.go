@@ -63,25 +63,39 @@ func TestHelpListsFlagsAndEnvironment(t *testing.T) {
 }
 
 // -addr :PORT and 0.0.0.0:PORT listen everywhere and give the public origin
-// http://127.0.0.1:PORT, at which a host signs in; PORT is honoured without
-// -addr.
+// http://127.0.0.1:PORT, at which a host signs in, and say on stderr that
+// the unauthenticated control API is then reachable from other machines;
+// PORT is honoured without -addr, on the loopback interface, silently.
 func TestListenAddresses(t *testing.T) {
 	free := freePort(t)
 	tests := []struct {
-		name string
-		args []string
-		env  []string
-		want string // origin, or its prefix
+		name    string
+		args    []string
+		env     []string
+		want    string // origin, or its prefix
+		exposed bool
 	}{
-		{"colon port", []string{"-addr", ":0"}, nil, "http://127.0.0.1:"},
-		{"every interface", []string{"-addr", "0.0.0.0:0"}, nil, "http://127.0.0.1:"},
-		{"PORT", nil, []string{"PORT=" + free}, "http://127.0.0.1:" + free},
+		{"colon port", []string{"-addr", ":0"}, nil, "http://127.0.0.1:", true},
+		{"every interface", []string{"-addr", "0.0.0.0:0"}, nil, "http://127.0.0.1:", true},
+		{"PORT", nil, []string{"PORT=" + free}, "http://127.0.0.1:" + free, false},
 	}
+	const warning = "reachable from other machines: anyone who can reach it can use the control API"
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startEmulatorWith(t, tt.args, tt.env...)
 			if !strings.HasPrefix(p.origin, tt.want) {
 				t.Fatalf("origin %q, want %q", p.origin, tt.want)
+			}
+			var stderr string
+			for deadline := time.Now().Add(10 * time.Second); ; { // crossing a process boundary
+				if stderr = p.stderr.String(); strings.Contains(stderr, warning) || !tt.exposed ||
+					time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := strings.Contains(stderr, warning); got != tt.exposed {
+				t.Errorf("stderr warns of other machines: %v, want %v (stderr %q)", got, tt.exposed, stderr)
 			}
 			kp, _ := hostclient.GenerateKeypair(rand.Reader)
 			h, err := hostclient.New(hostclient.Options{BaseURL: p.origin, Keypair: kp, HTTPClient: http.DefaultClient, Clock: clock.Real{}})

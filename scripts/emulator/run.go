@@ -38,6 +38,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer lis.Close()
 	origin := localOrigin(lis.Addr())
+	if !loopback(lis.Addr()) {
+		// The control API and the console's demo host have no
+		// authentication: fine on this machine, not on a network.
+		fmt.Fprintf(stderr, "emulator: listening on %s, reachable from other machines: anyone who can reach it "+
+			"can use the control API under /_emulator and act as the console's demo host; "+
+			"-addr 127.0.0.1:PORT keeps it on this machine\n", lis.Addr())
+	}
 	cfg, err := config.Load(withPublicURL(getenv, origin))
 	if err != nil {
 		return err
@@ -116,6 +123,14 @@ func localOrigin(a net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// loopback reports whether a listener at a is reachable from this machine
+// only.
+func loopback(a net.Addr) bool {
+	host, _, _ := net.SplitHostPort(a.String())
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // withPublicURL returns getenv with ORCA_PUSH_PUBLIC_URL defaulting to
