@@ -23,7 +23,9 @@ const readyTimeout = 30 * time.Second
 
 // Build builds the emulator once per test binary and returns the path of the
 // binary.
-var Build = sync.OnceValues(func() (string, error) {
+func Build() (string, error) { return build() }
+
+var build = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "orca-push-emulator")
 	if err != nil {
 		return "", err
