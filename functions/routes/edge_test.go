@@ -3,7 +3,6 @@ package routes_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
@@ -162,18 +161,7 @@ func TestAdmissionOverflow(t *testing.T) {
 	g := mustGatewayOn(t, opts)
 	token := mustSignIn(t, g.mustHost(t))
 
-	locker, err := sql.Open("pgx", opts.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close()
-	tx, err := locker.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("LOCK TABLE push_sessions IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	release := storetest.LockTable(t, opts, "push_sessions")
 	const total = contract.AuthLookupsRunning + contract.AuthLookupsWaiting + 5
 	type answer struct {
 		status     int
@@ -210,7 +198,7 @@ func TestAdmissionOverflow(t *testing.T) {
 			t.Fatal("no busy answer while lookups are held")
 		}
 	}
-	tx.Rollback()
+	release()
 	wg.Wait()
 	close(answers)
 	for a := range answers {

@@ -3,7 +3,6 @@ package routes_test
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"errors"
 	"io"
 	"net/http"
@@ -163,19 +162,7 @@ func TestClientRidesOutAdmissionOverflow(t *testing.T) {
 	}
 	mustSignIn(t, c)
 
-	locker, err := sql.Open("pgx", opts.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close()
-	tx, err := locker.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.Exec("LOCK TABLE push_sessions IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	release := storetest.LockTable(t, opts, "push_sessions")
 	const admitted = contract.AuthLookupsRunning + contract.AuthLookupsWaiting
 	const total = admitted + 5
 	errs := make(chan error, total)
@@ -195,7 +182,7 @@ func TestClientRidesOutAdmissionOverflow(t *testing.T) {
 			t.Fatal("no call was refused busy while lookups are held")
 		}
 	}
-	tx.Rollback()
+	release()
 	for range admitted {
 		if err := <-errs; err != nil {
 			t.Errorf("admitted call: %v", err)

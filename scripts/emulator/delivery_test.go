@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"onorca.dev/push/scripts/emulator/emulatortest"
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/contract"
@@ -68,7 +69,7 @@ func startEmu(t *testing.T, d storetest.Dialect, extra ...string) *emu {
 
 func (e *emu) call(method, path, body string, out any) {
 	e.t.Helper()
-	controlCall(e.t, e.srv.URL, method, path, body, out)
+	emulatortest.Control(e.t, e.srv.URL, method, path, body, out)
 }
 
 // advance moves the clock by ms and runs every task due by then.

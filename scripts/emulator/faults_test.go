@@ -153,20 +153,9 @@ func TestDatabaseUnavailableDuringSend(t *testing.T) {
 	}
 	// Hold the batches table so the send's transaction cannot finish: it
 	// writes the event first, then gives up on the lock and rolls back.
-	locker, err := sql.Open("pgx", e.em.svc.Config.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close()
-	tx, err := locker.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("LOCK TABLE push_delivery_batches IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	release := storetest.LockTable(t, store.Options{DatabaseURL: e.em.svc.Config.DatabaseURL}, "push_delivery_batches")
 	_, sendErr := e.host.Send(ctx, []string{reg}, alert("n1", 1))
-	tx.Rollback()
+	release()
 	if sendErr == nil {
 		t.Fatal("send succeeded with the database unavailable")
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"onorca.dev/push/scripts/emulator/emulatortest"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
@@ -135,9 +136,9 @@ func TestHeldBackBatchesGoTogetherProcess(t *testing.T) {
 			e.send(t, n, reg)
 			ids = append(ids, id)
 		}
-		controlCall(t, e.p.origin, "POST", "/_emulator/clock",
+		emulatortest.Control(t, e.p.origin, "POST", "/_emulator/clock",
 			fmt.Sprintf(`{"advanceMs":%d}`, contract.DefaultCoalesce.Milliseconds()), nil)
-		controlCall(t, e.p.origin, "POST", "/_emulator/tasks/run-due", "", nil)
+		emulatortest.Control(t, e.p.origin, "POST", "/_emulator/tasks/run-due", "", nil)
 		var got []string
 		for _, d := range processInbox(t, e.p.origin) {
 			if d.Status == 200 {

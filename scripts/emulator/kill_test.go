@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"onorca.dev/push/scripts/emulator/emulatortest"
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/hostclient"
@@ -17,30 +16,9 @@ import (
 	"onorca.dev/push/shared/store/storetest"
 )
 
-// controlCall calls a route of the emulator at origin, fails t unless it
-// answers 2xx, and decodes the answer into out when out is not nil.
-func controlCall(t testing.TB, origin, method, path, body string, out any) {
-	t.Helper()
-	req, _ := http.NewRequest(method, origin+path, strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func processInbox(t testing.TB, origin string) []standin.Delivery {
 	var in struct{ Deliveries []standin.Delivery }
-	controlCall(t, origin, "GET", "/_emulator/inbox", "", &in)
+	emulatortest.Control(t, origin, "GET", "/_emulator/inbox", "", &in)
 	return in.Deliveries
 }
 
@@ -69,8 +47,8 @@ func TestKilledMidDelivery(t *testing.T) {
 		Source: contract.SourceAgentTaskComplete, AgentState: contract.AgentFinished, Title: "Done", Body: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	controlCall(t, p1.origin, "POST", "/_emulator/faults", `{"provider":"apns","token":"*","hang":true}`, nil)
-	controlCall(t, p1.origin, "POST", "/_emulator/clock", `{"advanceMs":3000}`, nil)
+	emulatortest.Control(t, p1.origin, "POST", "/_emulator/faults", `{"provider":"apns","token":"*","hang":true}`, nil)
+	emulatortest.Control(t, p1.origin, "POST", "/_emulator/clock", `{"advanceMs":3000}`, nil)
 	go http.Post(p1.origin+"/_emulator/tasks/run-due", "application/json", nil) // hangs in the provider call
 	var first []standin.Delivery
 	for deadline := time.Now().Add(10 * time.Second); len(first) == 0; { // crossing a process boundary
@@ -86,8 +64,8 @@ func TestKilledMidDelivery(t *testing.T) {
 
 	p2 := startEmulator(t, env...)
 	for range 3 { // past the 30 s lease and the sweep's grace; sweeps run each minute
-		controlCall(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":61000}`, nil)
-		controlCall(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)
+		emulatortest.Control(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":61000}`, nil)
+		emulatortest.Control(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)
 	}
 	again := processInbox(t, p2.origin)
 	if len(again) != 1 || again[0].Status != http.StatusOK {
@@ -96,8 +74,8 @@ func TestKilledMidDelivery(t *testing.T) {
 	if a, b := first[0].Headers["apns-collapse-id"], again[0].Headers["apns-collapse-id"]; a == "" || a != b {
 		t.Fatalf("collapse ids %q and %q, want the same", a, b)
 	}
-	controlCall(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":300000}`, nil)
-	controlCall(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)
+	emulatortest.Control(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":300000}`, nil)
+	emulatortest.Control(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)
 	if n := len(processInbox(t, p2.origin)); n != 1 {
 		t.Fatalf("%d requests in the end, want 1", n)
 	}

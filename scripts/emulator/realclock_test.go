@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"onorca.dev/push/scripts/emulator/emulatortest"
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/hostclient"
@@ -248,7 +249,7 @@ func BenchmarkBurstAfterWindow(b *testing.B) {
 					}
 				}
 				lates = append(lates, float64(last-windowEnd))
-				controlCall(b, p.origin, "DELETE", "/_emulator/inbox", "", nil)
+				emulatortest.Control(b, p.origin, "DELETE", "/_emulator/inbox", "", nil)
 			}
 			slices.Sort(lates)
 			b.ReportMetric(lates[len(lates)/2], "ms-after-window-p50")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"onorca.dev/push/scripts/emulator/emulatortest"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
@@ -29,7 +30,7 @@ func TestSIGTERMMidDelivery(t *testing.T) {
 			p := startEmulator(t, env...)
 			e := newLiveEmulator(t, p)
 			reg := e.phone(t, "phone")
-			controlCall(t, p.origin, "POST", "/_emulator/faults", `{"provider":"apns","token":"*","hang":true,"times":5}`, nil)
+			emulatortest.Control(t, p.origin, "POST", "/_emulator/faults", `{"provider":"apns","token":"*","hang":true,"times":5}`, nil)
 			e.send(t, alert("n1", 1), reg)
 			// Wait (across the process boundary) for the provider call to
 			// be in flight.

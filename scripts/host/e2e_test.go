@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,31 +86,11 @@ func (h hostCLI) ok(out any, args ...string) {
 	}
 }
 
-// control calls the emulator's control API.
-func control(t *testing.T, origin, method, path, body string, out any) {
-	t.Helper()
-	req, _ := http.NewRequest(method, origin+path, strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // advance moves the emulator's clock and runs what is due.
 func advance(t *testing.T, origin, ms string) {
 	t.Helper()
-	control(t, origin, "POST", "/_emulator/clock", `{"advanceMs":`+ms+`}`, nil)
-	control(t, origin, "POST", "/_emulator/tasks/run-due", "", nil)
+	emulatortest.Control(t, origin, "POST", "/_emulator/clock", `{"advanceMs":`+ms+`}`, nil)
+	emulatortest.Control(t, origin, "POST", "/_emulator/tasks/run-due", "", nil)
 }
 
 // inboxEntry is what the test reads of a stand-in's request.
@@ -138,6 +116,6 @@ type inboxEntry struct {
 func inbox(t *testing.T, origin string) []inboxEntry {
 	t.Helper()
 	var in struct{ Deliveries []inboxEntry }
-	control(t, origin, "GET", "/_emulator/inbox", "", &in)
+	emulatortest.Control(t, origin, "GET", "/_emulator/inbox", "", &in)
 	return in.Deliveries
 }

@@ -6,8 +6,10 @@ package emulatortest
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,5 +102,30 @@ func Start(t testing.TB, args, env []string, stderr io.Writer) *Process {
 	case <-time.After(readyTimeout):
 		t.Fatal("the emulator printed no ready line")
 		return nil
+	}
+}
+
+// Control calls a route of the emulator at origin (its control API, most
+// often), fails t unless it answers 2xx, and decodes the answer into out
+// when out is not nil.
+func Control(t testing.TB, origin, method, path, body string, out any) {
+	t.Helper()
+	req, err := http.NewRequest(method, origin+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

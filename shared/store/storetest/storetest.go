@@ -131,3 +131,20 @@ func SQL(t testing.TB, opts store.Options) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// LockTable takes an ACCESS EXCLUSIVE lock on table of the PostgreSQL
+// database opts names, on a connection of its own, so that the gateway's
+// statements on it wait as behind a busy writer. The returned release ends
+// the lock; it may be called more than once, and runs when t ends.
+func LockTable(t testing.TB, opts store.Options, table string) (release func()) {
+	t.Helper()
+	tx, err := SQL(t, opts).Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	if _, err := tx.Exec("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() { tx.Rollback() }
+}
