@@ -43,14 +43,11 @@ type closedReport struct {
 // runClosed measures the closed loop at each -concurrency for each -regs,
 // from one fleet.
 func (t *target) runClosed(ctx context.Context, o options) error {
-	d, err := t.startDeliveries(ctx, o.deliveries)
-	if err != nil {
-		return err
-	}
-	f, err := t.provision(ctx, o.hosts, o.phones)
-	if err != nil {
-		return err
-	}
+	return t.withFleet(ctx, o, func(f *fleet) error { return t.closedSteps(ctx, f, o) })
+}
+
+// closedSteps runs runClosed's measurements on f.
+func (t *target) closedSteps(ctx context.Context, f *fleet, o options) error {
 	for _, k := range o.regs {
 		r := closedReport{Mode: "closed", Registrations: k, Hosts: o.hosts, DurationS: o.duration.Seconds()}
 		for _, c := range o.concurrency {
@@ -75,7 +72,7 @@ func (t *target) runClosed(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	return t.finishDeliveries(ctx, d, f, o.window)
+	return nil
 }
 
 // closedLoop runs c workers for the warm-up and then the duration, and

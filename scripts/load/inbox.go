@@ -97,6 +97,23 @@ const deliveryIdle = 15 * time.Second
 // are not counted.
 type inboxMark struct{ from int }
 
+// withFleet provisions the -hosts fleet and runs measure on it, between
+// marking the inbox and waiting for the deliveries when -deliveries is set.
+func (t *target) withFleet(ctx context.Context, o options, measure func(*fleet) error) error {
+	d, err := t.startDeliveries(ctx, o.deliveries)
+	if err != nil {
+		return err
+	}
+	f, err := t.provision(ctx, o.hosts, o.phones)
+	if err != nil {
+		return err
+	}
+	if err := measure(f); err != nil {
+		return err
+	}
+	return t.finishDeliveries(ctx, d, f, o.window)
+}
+
 // startDeliveries marks the inbox before a run, when want is set and the
 // gateway has an inbox.
 func (t *target) startDeliveries(ctx context.Context, want bool) (*inboxMark, error) {

@@ -40,24 +40,18 @@ func (r openReport) human() string {
 // runOpen measures the open loop at o.rate once per -regs value, from one
 // fleet sized for all of them.
 func (t *target) runOpen(ctx context.Context, o options) error {
-	d, err := t.startDeliveries(ctx, o.deliveries)
-	if err != nil {
-		return err
-	}
-	f, err := t.provision(ctx, o.hosts, o.phones)
-	if err != nil {
-		return err
-	}
-	for _, k := range o.regs {
-		r, err := t.openLoop(ctx, f, o, k)
-		if err != nil {
-			return err
+	return t.withFleet(ctx, o, func(f *fleet) error {
+		for _, k := range o.regs {
+			r, err := t.openLoop(ctx, f, o, k)
+			if err != nil {
+				return err
+			}
+			if err := t.emit(r.human(), r); err != nil {
+				return err
+			}
 		}
-		if err := t.emit(r.human(), r); err != nil {
-			return err
-		}
-	}
-	return t.finishDeliveries(ctx, d, f, o.window)
+		return nil
+	})
 }
 
 // openLoop starts request i at t0 + i/rate, each in its own goroutine,
