@@ -69,6 +69,8 @@ type due struct {
 // registration): one transaction under the host lock records the event once
 // and each registration's recipient, fence, quota and coalescing work, in at
 // most three round trips on PostgreSQL whatever the number of registrations.
+// Under load, other hosts' sends share that transaction and its round trips
+// (store.Store.SharedHostTx: group commit).
 // The results come back in the request's de-duplicated order with the
 // statuses of §4.7: a registration not owned by host is error, a dead one
 // dead; a new event over its kind's quota is rate_limited. After commit the
@@ -100,7 +102,7 @@ func (a *Admission) send(ctx context.Context, host, tokenHash string, req contra
 	// provider, so nothing is written and every registration reads error.
 	overflow := mayOverflow(ev.item) && !fits(host, []contract.Notification{req.Notification}, ev.deadline)
 	var out outcome
-	err := a.store.HostTx(ctx, host, func(tx *store.Tx) error {
+	err := a.store.SharedHostTx(ctx, host, func(tx *store.Tx) error {
 		out = outcome{}
 		return a.accept(ctx, tx, ev, tokenHash, req.RegistrationIDs, overflow, now, &out)
 	})

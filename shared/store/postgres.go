@@ -70,11 +70,13 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	return &Store{db: db, dialect: postgresDialect{pool: pool}, close: func() error {
-		err := db.Close()
-		pool.Close()
-		return errors.Join(err, closeDialer())
-	}}, nil
+	d := postgresDialect{pool: pool}
+	return &Store{db: db, dialect: d, groups: &combiner{d: d, slots: max(1, int(cfg.MaxConns)/4)},
+		close: func() error {
+			err := db.Close()
+			pool.Close()
+			return errors.Join(err, closeDialer())
+		}}, nil
 }
 
 func (postgresDialect) name() string { return "postgres" }

@@ -48,8 +48,7 @@ func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted
 	}
 	// On PostgreSQL one statement records every recipient; on SQLite,
 	// where a statement costs no round trip, each has its own.
-	_, onePerSend := t.r.(*pipeline)
-	onePerSend = onePerSend && len(s.Recipients) > 0
+	onePerSend := t.pipelined() && len(s.Recipients) > 0
 	if s.Add {
 		stmts = append(stmts, insertEventStmt(s.Event, now))
 		if onePerSend {

@@ -31,6 +31,8 @@ type Store struct {
 	db      *sql.DB
 	dialect dialect
 	close   func() error
+	// groups runs SharedHostTx on PostgreSQL; nil on SQLite.
+	groups *combiner
 }
 
 // dialect holds what differs between the two databases.
@@ -107,6 +109,23 @@ func (s *Store) HostTx(ctx context.Context, host string, fn func(*Tx) error) err
 	return s.transact(ctx, lockOn{host: host}, fn)
 }
 
+// SharedHostTx is [Store.HostTx] for a transaction that may share one
+// PostgreSQL transaction with other hosts' SharedHostTx calls (group
+// commit): when as many transactions are in flight as the pool's quarter,
+// calls wait and go together in the next, each under its own host's lock,
+// their round trips pipelined together and one COMMIT for all. A lone call
+// never waits. fn runs in another goroutine then, and must only touch the
+// database through tx and read nothing of another host's; a failure of any
+// member rolls the group back and each member runs again alone, so fn may
+// run more than once and its error is the one it returns alone. On SQLite
+// it is HostTx.
+func (s *Store) SharedHostTx(ctx context.Context, host string, fn func(*Tx) error) error {
+	if s.groups == nil {
+		return s.HostTx(ctx, host, fn)
+	}
+	return s.groups.do(ctx, s, host, fn)
+}
+
 // lockOn names the per-host lock a transaction takes: the host's, the host
 // of a batch's, or none when both are empty.
 type lockOn struct {
@@ -135,6 +154,16 @@ func (s *Store) transact(ctx context.Context, on lockOn, fn func(*Tx) error) err
 // Tx is an open transaction. Its methods are the store's query vocabulary.
 type Tx struct {
 	r runner
+}
+
+// pipelined reports whether each statement of t costs a round trip that
+// statements can share: on PostgreSQL, alone or in a group.
+func (t *Tx) pipelined() bool {
+	switch t.r.(type) {
+	case *pipeline, *member:
+		return true
+	}
+	return false
 }
 
 func (t *Tx) exec(ctx context.Context, query string, args ...any) (int64, error) {

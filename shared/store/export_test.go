@@ -1,0 +1,45 @@
+package store
+
+import "context"
+
+// Waiting returns how many SharedHostTx calls of s wait for a group.
+func Waiting(s *Store) int {
+	if s.groups == nil {
+		return 0
+	}
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	return len(s.groups.waiting)
+}
+
+// TxID returns the id of t's transaction: members of one group share it.
+func (t *Tx) TxID(ctx context.Context) (int64, error) {
+	var id int64
+	err := t.r.queryRow(ctx, `SELECT txid_current()`).Scan(&id)
+	return id, err
+}
+
+// Counter reads host's count in the test table group_counters (a missing
+// row reads 0).
+func (t *Tx) Counter(ctx context.Context, host string) (int64, error) {
+	var n int64
+	err := t.r.queryRow(ctx, `SELECT COALESCE((SELECT n FROM group_counters WHERE host = $1), 0)`, host).Scan(&n)
+	return n, err
+}
+
+// SetCounter writes host's count in group_counters, as a later write.
+func (t *Tx) SetCounter(ctx context.Context, host string, n int64) error {
+	return t.later(ctx, "set counter", `INSERT INTO group_counters (host, n) VALUES ($1, $2)
+		ON CONFLICT (host) DO UPDATE SET n = excluded.n`, host, n)
+}
+
+// DivideByZero runs a statement the server fails.
+func (t *Tx) DivideByZero(ctx context.Context) error {
+	_, err := t.r.exec(ctx, `SELECT 1 / 0`)
+	return err
+}
+
+// DeleteHostsForTest deletes every host row, as a later write.
+func (t *Tx) DeleteHostsForTest(ctx context.Context) error {
+	return t.later(ctx, "delete hosts", `DELETE FROM push_hosts`)
+}

@@ -1,0 +1,442 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/store/storetest"
+)
+
+// groupStore opens a PostgreSQL store, through the round-trip counting
+// proxy, whose pool of 4 gives SharedHostTx one slot, with the test table
+// group_counters (export_test.go).
+func groupStore(t *testing.T) (*store.Store, store.Options, *storetest.RoundTrips) {
+	t.Helper()
+	opts, rt := storetest.CountingPostgres(t)
+	opts.PoolMax = 4
+	s, err := store.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := storetest.SQL(t, opts).Exec(`CREATE TABLE group_counters (host TEXT PRIMARY KEY, n BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return s, opts, rt
+}
+
+// holdSlot takes s's one slot with a call that runs alone and waits; the
+// returned free ends it.
+func holdSlot(t *testing.T, s *store.Store) (free func()) {
+	t.Helper()
+	started, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.SharedHostTx(context.Background(), "holder", func(*store.Tx) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+	return func() {
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("holder: %v", err)
+		}
+	}
+}
+
+// groupCall is a SharedHostTx call a test queues.
+type groupCall struct {
+	host string
+	fn   func(*store.Tx) error
+}
+
+// queueCalls starts calls and returns once all of them wait for a group;
+// the returned wait collects their errors, in the calls' order, a panic as
+// an error "panic: …".
+func queueCalls(t *testing.T, ctx context.Context, s *store.Store, calls []groupCall) (wait func() []error) {
+	t.Helper()
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					errs[i] = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			errs[i] = s.SharedHostTx(ctx, c.host, c.fn)
+		})
+		waitFor(t, func() bool { return store.Waiting(s) == i+1 })
+	}
+	return func() []error {
+		wg.Wait()
+		return errs
+	}
+}
+
+// waitFor polls cond until it holds, failing t after ten seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
+	}
+}
+
+// touchAndTxID touches host and records its transaction's id in *id.
+func touchAndTxID(ctx context.Context, host string, id *int64) func(*store.Tx) error {
+	return func(tx *store.Tx) error {
+		if err := tx.TouchHost(ctx, host, "key", 1); err != nil {
+			return err
+		}
+		var err error
+		*id, err = tx.TxID(ctx)
+		return err
+	}
+}
+
+// TestSharedHostTxGroups queues four hosts' transactions behind a busy slot:
+// they run as one transaction, in the round trips one of them takes alone,
+// and all commit.
+func TestSharedHostTxGroups(t *testing.T) {
+	ctx := context.Background()
+	s, _, rt := groupStore(t)
+	// Each round runs once to warm the connections' statement caches
+	// (a statement's first use on a connection costs a round trip more),
+	// then once counted.
+	var aloneTrips int64
+	for range 2 {
+		var id int64
+		before := rt.Load()
+		if err := s.SharedHostTx(ctx, "host0", touchAndTxID(ctx, "host0", &id)); err != nil {
+			t.Fatal(err)
+		}
+		aloneTrips = rt.Load() - before
+	}
+	for round := range 2 {
+		free := holdSlot(t, s)
+		ids := make([]int64, 4)
+		var calls []groupCall
+		for i := range ids {
+			host := fmt.Sprintf("host%d", round*4+i+1)
+			calls = append(calls, groupCall{host, touchAndTxID(ctx, host, &ids[i])})
+		}
+		wait := queueCalls(t, ctx, s, calls)
+		before := rt.Load()
+		free()
+		for i, err := range wait() {
+			if err != nil {
+				t.Errorf("%s: %v", calls[i].host, err)
+			}
+		}
+		if trips := rt.Load() - before; round == 1 && trips != aloneTrips {
+			t.Errorf("four hosts together took %d round trips, want %d as one alone", trips, aloneTrips)
+		}
+		for i, id := range ids {
+			if id != ids[0] {
+				t.Errorf("%s ran in transaction %d, %s in %d: want one transaction", calls[i].host, id, calls[0].host, ids[0])
+			}
+		}
+	}
+	if got := mustCounts(t, s)["push_hosts"]; got != 9 {
+		t.Errorf("push_hosts has %d rows, want 9", got)
+	}
+}
+
+// TestSharedHostTxMemberFails fails the middle member of a group of three
+// after it wrote, in each way a member can fail: its fn returns an error, a
+// statement of its round trip fails (which fails the later members' reads
+// too), the server refuses its last write at COMMIT, or it panics. The group
+// rolls back, the other two run again alone and commit, and the failing one
+// answers what it answers alone, with nothing of it kept.
+func TestSharedHostTxMemberFails(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := groupStore(t)
+	// tok0 is taken: a second session with that hash violates the key.
+	if err := s.HostTx(ctx, "hostZ", func(tx *store.Tx) error {
+		return tx.ReplaceSession(ctx, "hostZ", "tok0", 9000, 1)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	good := func(host string, runs *atomic.Int32) func(*store.Tx) error {
+		return func(tx *store.Tx) error {
+			runs.Add(1)
+			if err := tx.TouchHost(ctx, host, "key", 1); err != nil {
+				return err
+			}
+			_, err := tx.TxID(ctx)
+			return err
+		}
+	}
+	for _, tt := range []struct {
+		name    string
+		then    func(*store.Tx) error // after the bad member's write and read
+		wantErr string
+	}{
+		{"fn fails", func(*store.Tx) error { return errors.New("boom") }, "boom"},
+		{"statement fails", func(tx *store.Tx) error { return tx.DivideByZero(ctx) }, "division by zero"},
+		{"write refused at commit", func(tx *store.Tx) error {
+			return tx.ReplaceSession(ctx, "hostB", "tok0", 9000, 1)
+		}, "insert session"},
+		{"panic", func(*store.Tx) error { panic("boom") }, "panic: boom"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := mustCounts(t, s)
+			var runs [3]atomic.Int32
+			free := holdSlot(t, s)
+			wait := queueCalls(t, ctx, s, []groupCall{
+				{"hostA", good("hostA", &runs[0])},
+				{"hostB", func(tx *store.Tx) error {
+					if err := good("hostB", &runs[1])(tx); err != nil {
+						return err
+					}
+					return tt.then(tx)
+				}},
+				{"hostC", good("hostC", &runs[2])},
+			})
+			free()
+			errs := wait()
+			if errs[0] != nil || errs[2] != nil || errs[1] == nil || !strings.Contains(errs[1].Error(), tt.wantErr) {
+				t.Errorf("errors %v, want nil, %q, nil", errs, tt.wantErr)
+			}
+			for i := range runs {
+				if n := runs[i].Load(); n != 2 {
+					t.Errorf("member %d ran %d times, want 2 (in the group, then alone)", i, n)
+				}
+			}
+			after := mustCounts(t, s)
+			if after["push_hosts"] != before["push_hosts"]+2 || after["push_sessions"] != before["push_sessions"] {
+				t.Errorf("rows %v after %v, want hostA and hostC only", after, before)
+			}
+			if err := s.Tx(ctx, func(tx *store.Tx) error { return tx.DeleteHostsForTest(ctx) }); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestSharedHostTxOneHostPerGroup queues two transactions of one host and one
+// of another: the host's second waits for the next group, which must see
+// what the first committed.
+func TestSharedHostTxOneHostPerGroup(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := groupStore(t)
+	ids := make([]int64, 3)
+	free := holdSlot(t, s)
+	wait := queueCalls(t, ctx, s, []groupCall{
+		{"hostA", touchAndTxID(ctx, "hostA", &ids[0])},
+		{"hostA", touchAndTxID(ctx, "hostA", &ids[1])},
+		{"hostB", touchAndTxID(ctx, "hostB", &ids[2])},
+	})
+	free()
+	for _, err := range wait() {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids[0] == ids[1] {
+		t.Errorf("hostA's two transactions shared transaction %d", ids[0])
+	}
+	if ids[2] != ids[0] {
+		t.Errorf("hostB ran in transaction %d, hostA's first in %d: want them together", ids[2], ids[0])
+	}
+}
+
+// TestSharedHostTxNoLostUpdate runs read-then-write increments of six hosts'
+// counters from many goroutines through two stores, as two gateway
+// instances: whether a host's transactions go alone or in groups, and
+// whatever groups the others form, each sees the one before, so no
+// increment is lost. The first calls all wait behind a busy slot, so groups
+// are sure to form.
+func TestSharedHostTxNoLostUpdate(t *testing.T) {
+	ctx := context.Background()
+	s, opts, _ := groupStore(t)
+	other, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	stores := []*store.Store{s, other}
+	const hosts, workers, increments = 6, 3, 20
+	var mu sync.Mutex
+	members := make(map[int64]int) // transaction id → calls in it
+	increment := func(host string) func(*store.Tx) error {
+		return func(tx *store.Tx) error {
+			n, err := tx.Counter(ctx, host)
+			if err != nil {
+				return err
+			}
+			id, err := tx.TxID(ctx)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			members[id]++
+			mu.Unlock()
+			return tx.SetCounter(ctx, host, n+1)
+		}
+	}
+	free := holdSlot(t, s)
+	var first []groupCall
+	for h := range hosts {
+		host := fmt.Sprintf("host%d", h)
+		first = append(first, groupCall{host, increment(host)})
+	}
+	waitFirst := queueCalls(t, ctx, s, first)
+	var wg sync.WaitGroup
+	errs := make(chan error, hosts*workers)
+	for h := range hosts {
+		host := fmt.Sprintf("host%d", h)
+		for w := range workers {
+			wg.Go(func() {
+				for i := range increments {
+					s := stores[(w+i)%len(stores)]
+					if err := s.SharedHostTx(ctx, host, increment(host)); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	free()
+	for _, err := range waitFirst() {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for h := range hosts {
+		host := fmt.Sprintf("host%d", h)
+		var n int64
+		if err := s.HostTx(ctx, host, func(tx *store.Tx) error {
+			var err error
+			n, err = tx.Counter(ctx, host)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(1 + workers*increments); n != want {
+			t.Errorf("%s counted %d, want %d", host, n, want)
+		}
+	}
+	grouped := 0
+	for _, n := range members {
+		if n > 1 {
+			grouped++
+		}
+	}
+	if grouped == 0 {
+		t.Error("no two calls shared a transaction")
+	}
+	t.Logf("%d transactions, %d of them shared", len(members), grouped)
+}
+
+// TestSharedHostTxCancelWhileWaiting cancels a call that waits for a group:
+// it returns the context's error at once and its fn never runs.
+func TestSharedHostTxCancelWhileWaiting(t *testing.T) {
+	s, _, _ := groupStore(t)
+	free := holdSlot(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	var ran atomic.Bool
+	wait := queueCalls(t, ctx, s, []groupCall{{"hostA", func(tx *store.Tx) error {
+		ran.Store(true)
+		return tx.TouchHost(ctx, "hostA", "key", 1)
+	}}})
+	cancel()
+	if errs := wait(); !errors.Is(errs[0], context.Canceled) {
+		t.Errorf("SharedHostTx = %v, want context.Canceled", errs[0])
+	}
+	if store.Waiting(s) != 0 {
+		t.Errorf("%d calls still wait", store.Waiting(s))
+	}
+	free()
+	if ran.Load() {
+		t.Error("the cancelled call's fn ran")
+	}
+}
+
+// TestSharedHostTxConnectionLost drops the group's connection at each of its
+// round trips. Before COMMIT nothing committed, so each member runs again
+// alone and commits. At COMMIT the group may have committed, so each member
+// returns the error, as a transaction of its own would, and the rows are
+// there exactly when the server got the COMMIT.
+func TestSharedHostTxConnectionLost(t *testing.T) {
+	ctx := context.Background()
+	s, _, rt := groupStore(t)
+	n := 0
+	group := func() []error {
+		t.Helper()
+		free := holdSlot(t, s)
+		var calls []groupCall
+		for range 3 {
+			n++
+			host := fmt.Sprintf("host%d", n)
+			var id int64
+			calls = append(calls, groupCall{host, touchAndTxID(ctx, host, &id)})
+		}
+		wait := queueCalls(t, ctx, s, calls)
+		free()
+		return wait()
+	}
+	// warm runs groups until one takes two round trips (the statements with
+	// BEGIN and the lock, then COMMIT): a connection's first use of a
+	// statement costs one more, and a cut connection is replaced.
+	warm := func() {
+		t.Helper()
+		for range 5 {
+			before := rt.Load()
+			for _, err := range group() {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if rt.Load()-before == 2 {
+				return
+			}
+		}
+		t.Fatal("a group never took two round trips")
+	}
+	for _, tt := range []struct {
+		trip      int64
+		delivered bool
+		wantErr   bool
+		committed bool
+	}{
+		{1, false, false, true},
+		{1, true, false, true},
+		{2, false, true, false},
+		{2, true, true, true},
+	} {
+		warm()
+		before := mustCounts(t, s)["push_hosts"]
+		rt.Cut(tt.trip, tt.delivered)
+		errs := group()
+		for i, err := range errs {
+			if (err != nil) != tt.wantErr {
+				t.Errorf("cut at round trip %d, delivered %v: member %d: %v, want error %v", tt.trip, tt.delivered, i, err, tt.wantErr)
+			}
+		}
+		want := before
+		if tt.committed {
+			want += 3
+		}
+		if got := mustCounts(t, s)["push_hosts"]; got != want {
+			t.Errorf("cut at round trip %d, delivered %v: push_hosts has %d rows, want %d", tt.trip, tt.delivered, got, want)
+		}
+	}
+}
