@@ -2,16 +2,6 @@ package store
 
 import "context"
 
-// Waiting returns how many SharedHostTx calls of s wait for a group.
-func Waiting(s *Store) int {
-	if s.groups == nil {
-		return 0
-	}
-	s.groups.mu.Lock()
-	defer s.groups.mu.Unlock()
-	return len(s.groups.waiting)
-}
-
 // TxID returns the id of t's transaction: members of one group share it.
 func (t *Tx) TxID(ctx context.Context) (int64, error) {
 	var id int64

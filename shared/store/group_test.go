@@ -75,7 +75,7 @@ func queueCalls(t *testing.T, ctx context.Context, s *store.Store, calls []group
 			}()
 			errs[i] = s.SharedHostTx(ctx, c.host, c.fn)
 		})
-		waitFor(t, func() bool { return store.Waiting(s) == i+1 })
+		waitFor(t, func() bool { return s.SharedWaiting() == i+1 })
 	}
 	return func() []error {
 		wg.Wait()
@@ -361,8 +361,8 @@ func TestSharedHostTxCancelWhileWaiting(t *testing.T) {
 	if errs := wait(); !errors.Is(errs[0], context.Canceled) {
 		t.Errorf("SharedHostTx = %v, want context.Canceled", errs[0])
 	}
-	if store.Waiting(s) != 0 {
-		t.Errorf("%d calls still wait", store.Waiting(s))
+	if s.SharedWaiting() != 0 {
+		t.Errorf("%d calls still wait", s.SharedWaiting())
 	}
 	free()
 	if ran.Load() {

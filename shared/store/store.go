@@ -126,6 +126,17 @@ func (s *Store) SharedHostTx(ctx context.Context, host string, fn func(*Tx) erro
 	return s.groups.do(ctx, s, host, fn)
 }
 
+// SharedWaiting returns how many SharedHostTx calls wait for a group: a
+// test lines calls up with it.
+func (s *Store) SharedWaiting() int {
+	if s.groups == nil {
+		return 0
+	}
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	return len(s.groups.waiting)
+}
+
 // lockOn names the per-host lock a transaction takes: the host's, the host
 // of a batch's, or none when both are empty.
 type lockOn struct {
