@@ -148,14 +148,37 @@ func (t *Tx) EndBatch(ctx context.Context, id string, state BatchState, reason s
 // holder, whose lease ran out and was taken over, changes nothing and wakes
 // nothing: the new holder records the outcome and wakes what waits. The
 // lease token fences it, so it needs neither a transaction nor the host
-// lock.
+// lock: alone it commits on its own; under load, outcomes that arrive
+// together share one transaction and round trip (group commit, see
+// SharedHostTx).
 func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
+	var (
+		ended bool
+		woken []string
+	)
+	fn := func(t *Tx) error {
+		var err error
+		ended, woken, err = t.endLeasedBatch(ctx, id, registrationID, token, state, reason, now)
+		return err
+	}
+	alone := func() error { return fn(&Tx{r: sqlRunner{tx: s.db}}) }
+	var err error
+	if s.outcomes == nil {
+		err = alone()
+	} else {
+		err = s.outcomes.do(&groupCall{ctx: ctx, fn: fn, alone: alone})
+	}
+	return ended, woken, err
+}
+
+// endLeasedBatch is EndLeasedBatch's statement, run by t.
+func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
 	// One statement for both dialects (SQLite has no UPDATE in a WITH):
 	// the holder's row matches the first branch, its siblings the second.
 	// Whether the sibling rows see the holder's row before or after it is
 	// ended differs between the databases, so the holder test accepts both:
 	// still leased to token, or just ended by this very statement.
-	rows, err := s.db.QueryContext(ctx, `UPDATE push_delivery_batches SET
+	rows, err := t.r.query(ctx, `UPDATE push_delivery_batches SET
 			state = CASE WHEN batch_id = $1 THEN $4 ELSE state END,
 			reason = CASE WHEN batch_id = $1 THEN $5 ELSE reason END,
 			payload_json = CASE WHEN batch_id = $1 THEN $6 ELSE payload_json END,
@@ -174,7 +197,7 @@ func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token st
 	if err != nil {
 		return false, nil, fmt.Errorf("end leased batch: %w", err)
 	}
-	ids, err := scanIDs(sqlRows{rows})
+	ids, err := scanIDs(rows)
 	if err != nil {
 		return false, nil, fmt.Errorf("end leased batch: %w", err)
 	}

@@ -52,16 +52,27 @@ type claimArgs struct {
 // pending batches under that lock (it joins, flushes, cancels members), and
 // two claims of one registration must not both find the other not yet in
 // flight. On PostgreSQL the lock, the claim and COMMIT travel in one round
-// trip and the claim is one statement; SQLite runs its statements in its
-// immediate transaction.
+// trip and the claim is one statement; under load, claims that arrive
+// together share that round trip and transaction, under all their hosts'
+// locks (group commit, see SharedHostTx): each statement still sees the
+// claims before it. SQLite runs its statements in its immediate
+// transaction.
 func (s *Store) ClaimBatch(ctx context.Context, id, token string, now, leaseUntil int64, expiredReason string) (Claim, error) {
 	var c Claim
-	err := s.transact(ctx, lockOn{batch: id}, func(t *Tx) error {
+	on := lockOn{batch: id}
+	fn := func(t *Tx) error {
 		var err error
 		c, err = s.dialect.claim(ctx, t, claimArgs{id: id, token: token, now: now, leaseUntil: leaseUntil,
 			expiredReason: expiredReason})
 		return err
-	})
+	}
+	alone := func() error { return s.transact(ctx, on, fn) }
+	var err error
+	if s.claims == nil {
+		err = alone()
+	} else {
+		err = s.claims.do(&groupCall{ctx: ctx, on: on, fn: fn, alone: alone})
+	}
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim batch: %w", err)
 	}

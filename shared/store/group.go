@@ -11,26 +11,29 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// maxGroupMembers bounds how many host transactions share one PostgreSQL
-// transaction: a group holds every member's host lock until it commits.
+// maxGroupMembers bounds how many calls share one PostgreSQL transaction: a
+// group holds every member's host lock until it commits.
 const maxGroupMembers = 8
 
+// maxGroupSlots bounds the shared transactions a combiner has in flight
+// (see [newCombiner]).
+const maxGroupSlots = 2
+
 // errGroupFailed ends the members of a shared transaction that failed: each
-// then runs again in a transaction of its own.
+// then runs again on its own.
 var errGroupFailed = errors.New("store: shared transaction failed")
 
-// combiner shares one PostgreSQL transaction among the host transactions
-// ([Store.SharedHostTx]) that arrive while as many are in flight as it has
-// slots: group commit. A call that finds a slot free runs alone, at once,
-// exactly as [Store.HostTx]; one that finds every slot taken waits, and when
-// a slot frees the first waiter leads the next group with up to
-// maxGroupMembers waiters of other hosts. There is no timer: a lone call
-// never waits, and under load one commit, one lock statement and each round
-// trip serve the whole group.
+// combiner shares one PostgreSQL transaction among the calls of one kind
+// (sends, claims, delivery outcomes) that arrive while as many are in
+// flight as it has slots: group commit. A call that finds a slot free runs
+// alone, at once, exactly as without the combiner; one that finds every
+// slot taken waits, and when a slot frees the first waiter leads the next
+// group with up to maxGroupMembers waiters. There is no timer: a lone call
+// never waits, and under load one BEGIN, one lock statement, one COMMIT and
+// each round trip serve the whole group.
 type combiner struct {
 	d postgresDialect
-	// slots bounds the shared transactions in flight, each on one
-	// connection.
+	// slots bounds the transactions in flight, alone or shared.
 	slots int
 
 	// mu guards running and waiting.
@@ -41,11 +44,28 @@ type combiner struct {
 	waiting []*groupCall
 }
 
-// groupCall is one call of [Store.SharedHostTx].
+// newCombiner returns a combiner for a pool of poolMax connections: a
+// quarter of them, at most maxGroupSlots, so that the rest serve the other
+// work. Two were measured best for 16 concurrent hosts on two cores
+// (BenchmarkSendAdmission): more slots make smaller groups, and each group
+// costs the database its BEGIN, lock and COMMIT.
+func newCombiner(d postgresDialect, poolMax int) *combiner {
+	return &combiner{d: d, slots: min(max(1, poolMax/4), maxGroupSlots)}
+}
+
+// groupCall is one call of a combiner.
 type groupCall struct {
-	ctx  context.Context
-	host string
-	fn   func(*Tx) error
+	ctx context.Context
+	// on names the lock the call needs: a group takes every member's. A
+	// group holds at most one call per host it names (a call that reads
+	// and then writes must see the one before it of its host); calls
+	// naming a batch are single statements and need no such care.
+	on lockOn
+	// fn is the call's work, given the group's transaction.
+	fn func(*Tx) error
+	// alone runs the call on its own: when it finds a slot free, and
+	// again after its group failed.
+	alone func() error
 	// lead is signalled when the call is to lead the next group.
 	lead chan struct{}
 	// done receives the call's outcome when another call led its group:
@@ -53,15 +73,14 @@ type groupCall struct {
 	done chan error
 }
 
-// do runs fn under host's lock, alone or in a group; see
-// [Store.SharedHostTx].
-func (c *combiner) do(ctx context.Context, s *Store, host string, fn func(*Tx) error) error {
-	call := &groupCall{ctx: ctx, host: host, fn: fn, lead: make(chan struct{}, 1), done: make(chan error, 1)}
+// do runs call alone or in a group; see [Store.SharedHostTx].
+func (c *combiner) do(call *groupCall) error {
+	call.lead, call.done = make(chan struct{}, 1), make(chan error, 1)
 	c.mu.Lock()
 	if c.running < c.slots && len(c.waiting) == 0 {
 		c.running++
 		c.mu.Unlock()
-		err := s.transact(ctx, lockOn{host: host}, fn)
+		err := call.alone()
 		c.release()
 		return err
 	}
@@ -69,33 +88,33 @@ func (c *combiner) do(ctx context.Context, s *Store, host string, fn func(*Tx) e
 	c.mu.Unlock()
 	select {
 	case <-call.lead:
-		return c.lead(s, call)
+		return c.lead(call)
 	case err := <-call.done:
-		return c.outcome(s, call, err)
-	case <-ctx.Done():
+		return outcome(call, err)
+	case <-call.ctx.Done():
 	}
 	c.mu.Lock()
 	if i := slices.Index(c.waiting, call); i >= 0 {
 		c.waiting = slices.Delete(c.waiting, i, i+1)
 		c.mu.Unlock()
-		return ctx.Err()
+		return call.ctx.Err()
 	}
 	c.mu.Unlock()
 	// A group took the call already: see it through.
 	select {
 	case <-call.lead:
-		return c.lead(s, call)
+		return c.lead(call)
 	case err := <-call.done:
-		return c.outcome(s, call, err)
+		return outcome(call, err)
 	}
 }
 
 // outcome is a member's answer: nil once its group committed, the error of
 // a COMMIT that failed (it may have committed, as a lone transaction's may);
 // after a group that failed before COMMIT it runs alone.
-func (c *combiner) outcome(s *Store, call *groupCall, err error) error {
+func outcome(call *groupCall, err error) error {
 	if errors.Is(err, errGroupFailed) {
-		return s.transact(call.ctx, lockOn{host: call.host}, call.fn)
+		return call.alone()
 	}
 	return err
 }
@@ -115,15 +134,16 @@ func (c *combiner) release() {
 	next.lead <- struct{}{}
 }
 
-// lead runs the group first leads: first and the waiters of other hosts, up
-// to maxGroupMembers, in one transaction; then it frees its slot and answers
-// the members. A group of one is a transaction of its own.
-func (c *combiner) lead(s *Store, first *groupCall) error {
+// lead runs the group first leads: first and the waiters after it, one per
+// host, up to maxGroupMembers, in one transaction; then it frees its slot
+// and answers the members. A group of one runs alone.
+func (c *combiner) lead(first *groupCall) error {
 	c.mu.Lock()
 	group := []*groupCall{first}
 	rest := c.waiting[:0]
 	for _, w := range c.waiting {
-		if len(group) < maxGroupMembers && !slices.ContainsFunc(group, func(g *groupCall) bool { return g.host == w.host }) {
+		if len(group) < maxGroupMembers && (w.on.host == "" ||
+			!slices.ContainsFunc(group, func(g *groupCall) bool { return g.on.host == w.on.host })) {
 			group = append(group, w)
 		} else {
 			rest = append(rest, w)
@@ -133,32 +153,58 @@ func (c *combiner) lead(s *Store, first *groupCall) error {
 	c.waiting = rest
 	c.mu.Unlock()
 	if len(group) == 1 {
-		err := s.transact(first.ctx, lockOn{host: first.host}, first.fn)
+		err := first.alone()
 		c.release()
 		return err
 	}
-	err := c.d.transactGroup(first.ctx, group)
+	errs := c.d.transactGroup(first.ctx, group)
 	c.release()
-	for _, m := range group[1:] {
-		m.done <- err
+	for i, m := range group[1:] {
+		m.done <- errs[i+1]
 	}
-	return c.outcome(s, first, err)
+	return outcome(first, errs[0])
 }
 
-// transactGroup runs the fn of every call, each under its host's lock, in
-// one transaction on one connection, and commits it. The host locks are
-// taken in the hosts' order in one statement, so two groups never wait on
-// each other in a cycle. The members run at once, each in its own
-// goroutine, and their round trips go together: once every member still
-// running has asked for its next round trip, one pipelined round trip
-// carries them all, in member order, with the writes they left for later;
-// each member then reads its own results in turn. Once every member has
-// returned, their last writes go with COMMIT. A member's error, or any
-// statement's before COMMIT, rolls the whole group back and returns
-// errGroupFailed: the members then run alone. The error of the COMMIT
-// round trip is returned as it is: the group may have committed, so the
-// members answer it as a lone transaction would.
-func (d postgresDialect) transactGroup(ctx context.Context, calls []*groupCall) (err error) {
+// groupLocks takes the locks the calls name, hosts given or read from their
+// batches, each once and all in the order of their keys, in one statement:
+// two groups, or a group and a lone transaction, never wait on each other
+// in a cycle. None when the calls name no lock.
+func groupLocks(calls []*groupCall) []statement {
+	var hosts, batches []string
+	for _, c := range calls {
+		switch {
+		case c.on.host != "":
+			hosts = append(hosts, c.on.host)
+		case c.on.batch != "":
+			batches = append(batches, c.on.batch)
+		}
+	}
+	if len(hosts) == 0 && len(batches) == 0 {
+		return nil
+	}
+	// The sorted subquery is a fence (OFFSET 0): the locks are taken row
+	// by row in its order.
+	return []statement{{op: "lock hosts", query: `SELECT pg_advisory_xact_lock(k) FROM (
+			SELECT DISTINCT hashtextextended($1 || h, 0) AS k FROM (
+				SELECT unnest($2::text[]) AS h
+				UNION ALL SELECT host_fingerprint FROM push_delivery_batches WHERE batch_id = ANY($3::text[])) AS named
+			ORDER BY k OFFSET 0) AS keys`,
+		args: []any{hostLockPrefix, hosts, batches}}}
+}
+
+// transactGroup runs the fn of every call in one transaction on one
+// connection, under the locks they name (groupLocks), and commits it. The
+// members run at once, each in its own goroutine, and their round trips go
+// together: once every member still running has asked for its next round
+// trip, one pipelined round trip carries them all, in member order, with
+// the writes they left for later; each member then reads its own results in
+// turn. When every member asks for its final statement, COMMIT goes with
+// them; otherwise it goes, with their last writes, once every member has
+// returned. A member's error, or any statement's before COMMIT, rolls the
+// whole group back and returns errGroupFailed: the members then run alone.
+// The error of the COMMIT round trip is returned as it is: the group may
+// have committed, so the members answer it as a lone transaction would.
+func (d postgresDialect) transactGroup(ctx context.Context, calls []*groupCall) (errs []error) {
 	// A member's client going away must not fail the others; the deadline
 	// still bounds the group.
 	gctx := context.WithoutCancel(ctx)
@@ -169,22 +215,13 @@ func (d postgresDialect) transactGroup(ctx context.Context, calls []*groupCall) 
 	}
 	conn, err := d.pool.Acquire(gctx)
 	if err != nil {
-		return fmt.Errorf("%w: begin: %w", errGroupFailed, err)
+		return fill(make([]error, len(calls)), fmt.Errorf("%w: begin: %w", errGroupFailed, err))
 	}
 	defer conn.Release()
-	hosts := make([]string, len(calls))
-	for i, c := range calls {
-		hosts[i] = c.host
-	}
-	slices.Sort(hosts)
-	p := newPipeline(conn.Conn(), statement{op: "lock hosts",
-		query: `SELECT pg_advisory_xact_lock(hashtextextended($1 || h, 0)) FROM unnest($2::text[]) AS h`,
-		args:  []any{hostLockPrefix, hosts}})
-	defer func() {
-		if err != nil {
-			p.rollback(gctx)
-		}
-	}()
+	p := newPipeline(conn.Conn(), groupLocks(calls)...)
+	// A connection given back inside a transaction is destroyed by the
+	// pool, so a failed ROLLBACK loses nothing.
+	defer p.rollback(gctx)
 	g := &group{p: p, arrive: make(chan arrival, len(calls)), read: make(chan struct{})}
 	members := make([]*member, len(calls))
 	for i, c := range calls {
@@ -213,26 +250,33 @@ type group struct {
 	read chan struct{}
 }
 
-// arrival is a member's request to its group.
+// arrival is a member's request to its group: a round trip of stmts (final
+// when they end the member's work), or, when done is set, its end with the
+// error it returned.
 type arrival struct {
 	i     int
 	stmts []statement
+	final bool
 	done  bool
 	err   error
 }
 
 // run serves the members' round trips until every member has returned,
-// then commits, or rolls back when any failed.
-func (g *group) run(ctx context.Context, members []*member) error {
+// then commits, or rolls back when any failed; it returns each member's
+// outcome.
+func (g *group) run(ctx context.Context, members []*member) []error {
+	errs := make([]error, len(members))
 	live := len(members)
-	var failed error
+	var failed, commitErr error
+	committed := false
 	for live > 0 {
 		asked := make([][]statement, len(members))
-		waiting := 0
+		waiting, finals := 0, 0
 		for n := live; n > 0; n-- {
 			a := <-g.arrive
 			if a.done {
 				live--
+				errs[a.i] = a.err
 				if a.err != nil && failed == nil {
 					failed = a.err
 				}
@@ -240,48 +284,89 @@ func (g *group) run(ctx context.Context, members []*member) error {
 			}
 			asked[a.i] = a.stmts
 			waiting++
+			if a.final {
+				finals++
+			}
 		}
 		if waiting == 0 {
 			break
 		}
-		if failed != nil {
-			// Fail every member still asking, then wait for them.
+		if failed != nil || committed {
+			// Fail every member still asking, then wait for them. (A
+			// member asking again after its final statement breaks
+			// final's contract.)
 			for i, stmts := range asked {
 				if stmts != nil {
 					members[i].turn <- nil
 				}
 			}
+			if failed == nil {
+				failed = errors.New("a statement after the final one")
+			}
 			continue
 		}
-		if err := g.roundTrip(ctx, members, asked); err != nil {
-			failed = err
+		var err error
+		if committed = finals == live; committed {
+			commitErr, err = g.roundTrip(ctx, members, asked, true)
+		} else {
+			_, err = g.roundTrip(ctx, members, asked, false)
+		}
+		if err != nil {
+			failed, committed = err, false
 		}
 	}
-	if failed != nil {
-		return fmt.Errorf("%w: %w", errGroupFailed, failed)
+	switch {
+	case committed && commitErr != nil:
+		return fill(errs, commitError(errors.Join(commitErr, failed)))
+	case committed:
+		// Every member's statements ran and COMMIT with them: each
+		// answers its own outcome.
+		return errs
+	case failed != nil:
+		return fill(errs, fmt.Errorf("%w: %w", errGroupFailed, failed))
 	}
 	for _, m := range members {
 		g.p.queued = append(g.p.queued, m.queued...)
 	}
 	if err := g.p.commit(ctx); err != nil {
-		if _, refused := errors.AsType[*pgconn.PgError](err); refused {
-			// The server refused a statement: nothing committed.
-			return fmt.Errorf("%w: %w", errGroupFailed, err)
-		}
-		return fmt.Errorf("commit: %w", err)
+		return fill(errs, commitError(err))
 	}
-	return nil
+	return errs
+}
+
+// commitError is the members' outcome of a COMMIT that failed, err holding
+// its error and any a member saw: when the server refused a statement
+// nothing committed and each member runs alone; otherwise the group may
+// have committed, and the error is returned.
+func commitError(err error) error {
+	if _, refused := errors.AsType[*pgconn.PgError](err); refused {
+		return fmt.Errorf("%w: %w", errGroupFailed, err)
+	}
+	return fmt.Errorf("commit: %w", err)
+}
+
+// fill sets every element of errs to err and returns errs.
+func fill(errs []error, err error) []error {
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
 }
 
 // roundTrip sends what the members left for later and the statements they
-// asked for in one round trip, then lets each asking member read its
-// results in member order.
-func (g *group) roundTrip(ctx context.Context, members []*member, asked [][]statement) error {
+// asked for in one round trip, COMMIT after them when commit is set, then
+// lets each asking member read its results in member order. err is the
+// round trip's failure; commitErr is COMMIT's.
+func (g *group) roundTrip(ctx context.Context, members []*member, asked [][]statement, commit bool) (commitErr, err error) {
 	var stmts []statement
 	for i, m := range members {
 		g.p.queued = append(g.p.queued, m.queued...)
 		m.queued = nil
 		stmts = append(stmts, asked[i]...)
+	}
+	if commit {
+		stmts = append(stmts, statement{op: "commit", query: "COMMIT"})
+		g.p.committed = true
 	}
 	br, err := g.p.send(ctx, stmts...)
 	if err != nil {
@@ -290,7 +375,7 @@ func (g *group) roundTrip(ctx context.Context, members []*member, asked [][]stat
 				members[i].turn <- nil
 			}
 		}
-		return err
+		return nil, err
 	}
 	for i, s := range asked {
 		if s == nil {
@@ -299,7 +384,13 @@ func (g *group) roundTrip(ctx context.Context, members []*member, asked [][]stat
 		members[i].turn <- br
 		<-g.read
 	}
-	return br.Close()
+	if commit {
+		_, commitErr = br.Exec()
+	}
+	if err := br.Close(); commitErr == nil {
+		commitErr = err
+	}
+	return commitErr, nil
 }
 
 // member is one call's runner inside a group.
@@ -315,10 +406,16 @@ type member struct {
 }
 
 func (m *member) batch(_ context.Context, stmts []statement) (results, error) {
+	return m.ask(stmts, false)
+}
+
+// ask asks the group for a round trip of stmts, final when they end the
+// member's work, and waits for its turn to read the results.
+func (m *member) ask(stmts []statement, final bool) (results, error) {
 	if len(stmts) == 0 {
 		stmts = []statement{}
 	}
-	m.g.arrive <- arrival{i: m.i, stmts: stmts}
+	m.g.arrive <- arrival{i: m.i, stmts: stmts, final: final}
 	br := <-m.turn
 	if br == nil {
 		return nil, errGroupFailed
@@ -361,9 +458,14 @@ func (m *member) later(_ context.Context, op, query string, args ...any) error {
 	return nil
 }
 
-// final is queryRow: the group commits once every member has returned.
-func (m *member) final(ctx context.Context, query string, args ...any) scanner {
-	return m.queryRow(ctx, query, args...)
+// final is queryRow, and tells the group that the member's work ends with
+// it: when every member's does, COMMIT goes in the same round trip.
+func (m *member) final(_ context.Context, query string, args ...any) scanner {
+	res, err := m.ask([]statement{{query: query, args: args}}, true)
+	if err != nil {
+		return errRow{err}
+	}
+	return closingRow{res}
 }
 
 // memberResults are one member's share of a round trip's results; closing

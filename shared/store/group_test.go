@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -45,12 +46,14 @@ func holdSlot(t *testing.T, s *store.Store) (free func()) {
 		})
 	}()
 	<-started
-	return func() {
+	free = sync.OnceFunc(func() {
 		close(release)
 		if err := <-done; err != nil {
-			t.Fatalf("holder: %v", err)
+			t.Errorf("holder: %v", err)
 		}
-	}
+	})
+	t.Cleanup(free)
+	return free
 }
 
 // groupCall is a SharedHostTx call a test queues.
@@ -59,21 +62,32 @@ type groupCall struct {
 	fn   func(*store.Tx) error
 }
 
-// queueCalls starts calls and returns once all of them wait for a group;
-// the returned wait collects their errors, in the calls' order, a panic as
-// an error "panic: …".
+// queueCalls starts SharedHostTx calls and returns once all of them wait
+// for a group; see lineUp.
 func queueCalls(t *testing.T, ctx context.Context, s *store.Store, calls []groupCall) (wait func() []error) {
 	t.Helper()
-	errs := make([]error, len(calls))
+	var fns []func() error
+	for _, c := range calls {
+		fns = append(fns, func() error { return s.SharedHostTx(ctx, c.host, c.fn) })
+	}
+	return lineUp(t, s, fns)
+}
+
+// lineUp starts fns, each a call of s that waits for a group, one after the
+// other, and returns once all of them wait; the returned wait collects
+// their errors, in order, a panic as an error "panic: …".
+func lineUp(t *testing.T, s *store.Store, fns []func() error) (wait func() []error) {
+	t.Helper()
+	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
-	for i, c := range calls {
+	for i, fn := range fns {
 		wg.Go(func() {
 			defer func() {
 				if r := recover(); r != nil {
 					errs[i] = fmt.Errorf("panic: %v", r)
 				}
 			}()
-			errs[i] = s.SharedHostTx(ctx, c.host, c.fn)
+			errs[i] = fn()
 		})
 		waitFor(t, func() bool { return s.SharedWaiting() == i+1 })
 	}
@@ -437,6 +451,195 @@ func TestSharedHostTxConnectionLost(t *testing.T) {
 		}
 		if got := mustCounts(t, s)["push_hosts"]; got != want {
 			t.Errorf("cut at round trip %d, delivered %v: push_hosts has %d rows, want %d", tt.trip, tt.delivered, got, want)
+		}
+	}
+}
+
+// insertBatches inserts n due batches of host's registration reg and
+// returns their ids.
+func insertBatches(t *testing.T, s *store.Store, host, reg string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	mustHostTx(t, s, host, func(tx *store.Tx) error {
+		for i := range ids {
+			var err error
+			ids[i], err = tx.InsertBatch(context.Background(), store.NewBatch{Host: host, RegistrationID: reg,
+				Kind: contract.KindAlert, Payload: `[]`, Members: 1, DueAt: 5000, ExpiresAt: 60_000}, 1000)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return ids
+}
+
+// holdHostLock takes host's lock in a transaction of its own; the returned
+// free commits it.
+func holdHostLock(t *testing.T, s *store.Store, host string) (free func()) {
+	t.Helper()
+	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.HostTx(context.Background(), host, func(tx *store.Tx) error {
+			if _, err := tx.TxID(context.Background()); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	// A test that fails before it frees the lock frees it as it ends, so
+	// that closing the store does not wait for the connection forever.
+	free = sync.OnceFunc(func() {
+		close(release)
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(free)
+	return free
+}
+
+// TestClaimsShareTransactions lines up claims, in a store with one claim
+// slot, behind one that waits for its host's lock: three racing claims of
+// one registration's due batches of hostA and one of hostB. While another
+// transaction holds hostA's lock they wait for it; then they share one round
+// trip and transaction, and each claim sees the one before it: exactly one
+// of the registration's batches is leased, and hostB's is.
+func TestClaimsShareTransactions(t *testing.T) {
+	ctx := context.Background()
+	s, opts, rt := groupStore(t)
+	db := storetest.SQL(t, opts)
+	// waiters waits until n transactions wait for a host lock.
+	waiters := func(n int64) {
+		t.Helper()
+		waitFor(t, func() bool {
+			var got int64
+			err := db.QueryRow(`SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&got)
+			return err == nil && got == n
+		})
+	}
+	for round := range 3 { // the first two prepare the statements on the connections
+		regA := mustDevice(t, s, "hostA", fmt.Sprintf("phone%d", round))
+		regB := mustDevice(t, s, "hostB", fmt.Sprintf("phone%d", round))
+		blocked := insertBatches(t, s, "hostC", mustDevice(t, s, "hostC", fmt.Sprintf("phone%d", round)), 1)[0]
+		ids := append(insertBatches(t, s, "hostA", regA, 3), insertBatches(t, s, "hostB", regB, 1)...)
+		claim := func(id string) (store.Claim, error) {
+			return s.ClaimBatch(ctx, id, "lease-"+id, fixtureNow, fixtureNow+30_000, "deadline")
+		}
+		freeC := holdHostLock(t, s, "hostC")
+		first := make(chan error, 1)
+		go func() {
+			_, err := claim(blocked)
+			first <- err
+		}()
+		waiters(1) // the first claim has the slot
+		claims := make([]store.Claim, len(ids))
+		var fns []func() error
+		for i, id := range ids {
+			fns = append(fns, func() error {
+				var err error
+				claims[i], err = claim(id)
+				return err
+			})
+		}
+		wait := lineUp(t, s, fns)
+		freeA := holdHostLock(t, s, "hostA")
+		freeC()
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		waiters(1) // the group waits for hostA's lock
+		before := rt.Load()
+		freeA()
+		for _, err := range wait() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		trips := rt.Load() - before
+		leased := 0
+		for _, c := range claims[:3] {
+			if c.Leased {
+				leased++
+			}
+		}
+		if leased != 1 || !claims[3].Leased {
+			t.Errorf("round %d: %d of the registration's 3 batches leased and hostB's %v, want 1 and true",
+				round, leased, claims[3].Leased)
+		}
+		if round == 2 && trips != 1 {
+			t.Errorf("four claims took %d round trips together, want 1", trips)
+		}
+	}
+}
+
+// TestOutcomesShareTransactions lines up delivery outcomes, in a store with
+// one outcome slot, behind one whose row another transaction holds: two
+// leased batches of two registrations, one with a due sibling. They share
+// one transaction, each ends its batch, and the sibling is woken.
+func TestOutcomesShareTransactions(t *testing.T) {
+	ctx := context.Background()
+	s, opts, _ := groupStore(t)
+	db := storetest.SQL(t, opts)
+	regs := []string{mustDevice(t, s, "hostA", "phone"), mustDevice(t, s, "hostB", "phone"), mustDevice(t, s, "hostC", "phone")}
+	var held []string
+	for i, reg := range regs {
+		ids := insertBatches(t, s, []string{"hostA", "hostB", "hostC"}[i], reg, 2)
+		if err := s.Tx(ctx, func(tx *store.Tx) error {
+			_, err := tx.LeaseBatch(ctx, ids[0], "holder", fixtureNow+30_000)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, ids[0])
+	}
+	lock, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(`SELECT 1 FROM push_delivery_batches WHERE batch_id = $1 FOR UPDATE`, held[0]); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := s.EndLeasedBatch(ctx, held[0], regs[0], "holder", store.BatchSent, "", fixtureNow)
+		first <- err
+	}()
+	waitFor(t, func() bool {
+		var n int64
+		err := db.QueryRow(`SELECT COUNT(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted`).Scan(&n)
+		return err == nil && n == 1
+	})
+	ended, woken := make([]bool, 2), make([][]string, 2)
+	var fns []func() error
+	for i := range 2 {
+		fns = append(fns, func() error {
+			var err error
+			ended[i], woken[i], err = s.EndLeasedBatch(ctx, held[i+1], regs[i+1], "holder", store.BatchSent, "", fixtureNow)
+			return err
+		})
+	}
+	wait := lineUp(t, s, fns)
+	if err := lock.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range wait() {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		if !ended[i] || len(woken[i]) != 1 {
+			t.Errorf("outcome %d: ended %v, woke %v; want ended and its sibling woken", i, ended[i], woken[i])
+		}
+		if b := mustBatch(t, s, held[i+1]); b.State != store.BatchSent {
+			t.Errorf("batch %d is %s, want sent", i, b.State)
 		}
 	}
 }

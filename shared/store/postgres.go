@@ -71,7 +71,9 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	d := postgresDialect{pool: pool}
-	return &Store{db: db, dialect: d, groups: &combiner{d: d, slots: max(1, int(cfg.MaxConns)/4)},
+	poolMax := int(cfg.MaxConns)
+	return &Store{db: db, dialect: d,
+		groups: newCombiner(d, poolMax), claims: newCombiner(d, poolMax), outcomes: newCombiner(d, poolMax),
 		close: func() error {
 			err := db.Close()
 			pool.Close()

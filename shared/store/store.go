@@ -31,8 +31,10 @@ type Store struct {
 	db      *sql.DB
 	dialect dialect
 	close   func() error
-	// groups runs SharedHostTx on PostgreSQL; nil on SQLite.
-	groups *combiner
+	// groups, claims and outcomes share transactions among the calls of
+	// SharedHostTx, ClaimBatch and EndLeasedBatch on PostgreSQL; nil on
+	// SQLite.
+	groups, claims, outcomes *combiner
 }
 
 // dialect holds what differs between the two databases.
@@ -120,21 +122,25 @@ func (s *Store) HostTx(ctx context.Context, host string, fn func(*Tx) error) err
 // run more than once and its error is the one it returns alone. On SQLite
 // it is HostTx.
 func (s *Store) SharedHostTx(ctx context.Context, host string, fn func(*Tx) error) error {
+	alone := func() error { return s.HostTx(ctx, host, fn) }
 	if s.groups == nil {
-		return s.HostTx(ctx, host, fn)
+		return alone()
 	}
-	return s.groups.do(ctx, s, host, fn)
+	return s.groups.do(&groupCall{ctx: ctx, on: lockOn{host: host}, fn: fn, alone: alone})
 }
 
-// SharedWaiting returns how many SharedHostTx calls wait for a group: a
-// test lines calls up with it.
+// SharedWaiting returns how many calls of SharedHostTx, ClaimBatch and
+// EndLeasedBatch wait for a group: a test lines calls up with it.
 func (s *Store) SharedWaiting() int {
-	if s.groups == nil {
-		return 0
+	n := 0
+	for _, c := range []*combiner{s.groups, s.claims, s.outcomes} {
+		if c != nil {
+			c.mu.Lock()
+			n += len(c.waiting)
+			c.mu.Unlock()
+		}
 	}
-	s.groups.mu.Lock()
-	defer s.groups.mu.Unlock()
-	return len(s.groups.waiting)
+	return n
 }
 
 // lockOn names the per-host lock a transaction takes: the host's, the host
