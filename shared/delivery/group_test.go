@@ -11,6 +11,7 @@ import (
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/store/storetest"
 )
 
 // TestSendsShareTransactions lines up, behind a busy slot of a store with
@@ -49,15 +50,7 @@ func TestSendsShareTransactions(t *testing.T) {
 	}
 	before := e.rows(t)
 
-	started, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		held <- s.SharedHostTx(ctx, "holder", func(*store.Tx) error {
-			close(started)
-			<-release
-			return nil
-		})
-	}()
-	<-started
+	free := storetest.HoldSlot(t, s)
 	type result struct {
 		host     string
 		statuses []contract.Status
@@ -84,36 +77,22 @@ func TestSendsShareTransactions(t *testing.T) {
 		for _, h := range hosts {
 			wg.Go(func() { send(h, int64(i)) })
 			sends++
-			waitUntil(t, func() bool { return s.SharedWaiting() == sends })
+			storetest.WaitFor(t, func() bool { return s.SharedWaiting() == sends })
 		}
 	}
 	trips := rt.Load()
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
+	free()
 	wg.Wait()
 	trips = rt.Load() - trips
 
 	// The revoked session fails the group it is in, so the others run
 	// again alone; its send writes nothing.
-	started, release = make(chan struct{}), make(chan struct{})
-	go func() {
-		held <- s.SharedHostTx(ctx, "holder", func(*store.Tx) error {
-			close(started)
-			<-release
-			return nil
-		})
-	}()
-	<-started
+	free = storetest.HoldSlot(t, s)
 	wg.Go(func() { send("hostA", 100) })
-	waitUntil(t, func() bool { return s.SharedWaiting() == 1 })
+	storetest.WaitFor(t, func() bool { return s.SharedWaiting() == 1 })
 	wg.Go(func() { send("hostE", 0) })
-	waitUntil(t, func() bool { return s.SharedWaiting() == 2 })
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
+	storetest.WaitFor(t, func() bool { return s.SharedWaiting() == 2 })
+	free()
 	wg.Wait()
 
 	queued := map[string]int{}
@@ -168,14 +147,4 @@ func maps(base, add map[string]int64) map[string]int64 {
 		out[k] = v + add[k]
 	}
 	return out
-}
-
-// waitUntil polls cond until it holds, failing t after ten seconds.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10 s")
-		}
-	}
 }

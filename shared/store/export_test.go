@@ -33,3 +33,6 @@ func (t *Tx) DivideByZero(ctx context.Context) error {
 func (t *Tx) DeleteHostsForTest(ctx context.Context) error {
 	return t.later(ctx, "delete hosts", `DELETE FROM push_hosts`)
 }
+
+// HostLockPrefix namespaces the host locks' keys.
+const HostLockPrefix = hostLockPrefix

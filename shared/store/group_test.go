@@ -2,13 +2,14 @@ package store_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
@@ -31,29 +32,6 @@ func groupStore(t *testing.T) (*store.Store, store.Options, *storetest.RoundTrip
 		t.Fatal(err)
 	}
 	return s, opts, rt
-}
-
-// holdSlot takes s's one slot with a call that runs alone and waits; the
-// returned free ends it.
-func holdSlot(t *testing.T, s *store.Store) (free func()) {
-	t.Helper()
-	started, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- s.SharedHostTx(context.Background(), "holder", func(*store.Tx) error {
-			close(started)
-			<-release
-			return nil
-		})
-	}()
-	<-started
-	free = sync.OnceFunc(func() {
-		close(release)
-		if err := <-done; err != nil {
-			t.Errorf("holder: %v", err)
-		}
-	})
-	t.Cleanup(free)
-	return free
 }
 
 // groupCall is a SharedHostTx call a test queues.
@@ -89,21 +67,11 @@ func lineUp(t *testing.T, s *store.Store, fns []func() error) (wait func() []err
 			}()
 			errs[i] = fn()
 		})
-		waitFor(t, func() bool { return s.SharedWaiting() == i+1 })
+		storetest.WaitFor(t, func() bool { return s.SharedWaiting() == i+1 })
 	}
 	return func() []error {
 		wg.Wait()
 		return errs
-	}
-}
-
-// waitFor polls cond until it holds, failing t after ten seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10 s")
-		}
 	}
 }
 
@@ -138,7 +106,7 @@ func TestSharedHostTxGroups(t *testing.T) {
 		aloneTrips = rt.Load() - before
 	}
 	for round := range 2 {
-		free := holdSlot(t, s)
+		free := storetest.HoldSlot(t, s)
 		ids := make([]int64, 4)
 		var calls []groupCall
 		for i := range ids {
@@ -207,7 +175,7 @@ func TestSharedHostTxMemberFails(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := mustCounts(t, s)
 			var runs [3]atomic.Int32
-			free := holdSlot(t, s)
+			free := storetest.HoldSlot(t, s)
 			wait := queueCalls(t, ctx, s, []groupCall{
 				{"hostA", good("hostA", &runs[0])},
 				{"hostB", func(tx *store.Tx) error {
@@ -246,7 +214,7 @@ func TestSharedHostTxOneHostPerGroup(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := groupStore(t)
 	ids := make([]int64, 3)
-	free := holdSlot(t, s)
+	free := storetest.HoldSlot(t, s)
 	wait := queueCalls(t, ctx, s, []groupCall{
 		{"hostA", touchAndTxID(ctx, "hostA", &ids[0])},
 		{"hostA", touchAndTxID(ctx, "hostA", &ids[1])},
@@ -300,7 +268,7 @@ func TestSharedHostTxNoLostUpdate(t *testing.T) {
 			return tx.SetCounter(ctx, host, n+1)
 		}
 	}
-	free := holdSlot(t, s)
+	free := storetest.HoldSlot(t, s)
 	var first []groupCall
 	for h := range hosts {
 		host := fmt.Sprintf("host%d", h)
@@ -364,7 +332,7 @@ func TestSharedHostTxNoLostUpdate(t *testing.T) {
 // it returns the context's error at once and its fn never runs.
 func TestSharedHostTxCancelWhileWaiting(t *testing.T) {
 	s, _, _ := groupStore(t)
-	free := holdSlot(t, s)
+	free := storetest.HoldSlot(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran atomic.Bool
 	wait := queueCalls(t, ctx, s, []groupCall{{"hostA", func(tx *store.Tx) error {
@@ -395,7 +363,7 @@ func TestSharedHostTxConnectionLost(t *testing.T) {
 	n := 0
 	group := func() []error {
 		t.Helper()
-		free := holdSlot(t, s)
+		free := storetest.HoldSlot(t, s)
 		var calls []groupCall
 		for range 3 {
 			n++
@@ -512,30 +480,38 @@ func TestClaimsShareTransactions(t *testing.T) {
 	ctx := context.Background()
 	s, opts, rt := groupStore(t)
 	db := storetest.SQL(t, opts)
-	// waiters waits until n transactions wait for a host lock.
-	waiters := func(n int64) {
+	// Advisory locks are the database's, not the schema's: the hosts'
+	// names are this test's own, so that tests running beside it neither
+	// wait for these locks nor count as their waiters.
+	var b [4]byte
+	rand.Read(b[:])
+	hostA, hostB, hostC := "hostA-"+hex.EncodeToString(b[:]), "hostB-"+hex.EncodeToString(b[:]), "hostC-"+hex.EncodeToString(b[:])
+	// waiters waits until n transactions wait for host's lock.
+	waiters := func(host string, n int64) {
 		t.Helper()
-		waitFor(t, func() bool {
+		storetest.WaitFor(t, func() bool {
 			var got int64
-			err := db.QueryRow(`SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&got)
+			err := db.QueryRow(`SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+				AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1 || $2, 0)`,
+				store.HostLockPrefix, host).Scan(&got)
 			return err == nil && got == n
 		})
 	}
 	for round := range 3 { // the first two prepare the statements on the connections
-		regA := mustDevice(t, s, "hostA", fmt.Sprintf("phone%d", round))
-		regB := mustDevice(t, s, "hostB", fmt.Sprintf("phone%d", round))
-		blocked := insertBatches(t, s, "hostC", mustDevice(t, s, "hostC", fmt.Sprintf("phone%d", round)), 1)[0]
-		ids := append(insertBatches(t, s, "hostA", regA, 3), insertBatches(t, s, "hostB", regB, 1)...)
+		regA := mustDevice(t, s, hostA, fmt.Sprintf("phone%d", round))
+		regB := mustDevice(t, s, hostB, fmt.Sprintf("phone%d", round))
+		blocked := insertBatches(t, s, hostC, mustDevice(t, s, hostC, fmt.Sprintf("phone%d", round)), 1)[0]
+		ids := append(insertBatches(t, s, hostA, regA, 3), insertBatches(t, s, hostB, regB, 1)...)
 		claim := func(id string) (store.Claim, error) {
 			return s.ClaimBatch(ctx, id, "lease-"+id, fixtureNow, fixtureNow+30_000, "deadline")
 		}
-		freeC := holdHostLock(t, s, "hostC")
+		freeC := holdHostLock(t, s, hostC)
 		first := make(chan error, 1)
 		go func() {
 			_, err := claim(blocked)
 			first <- err
 		}()
-		waiters(1) // the first claim has the slot
+		waiters(hostC, 1) // the first claim has the slot
 		claims := make([]store.Claim, len(ids))
 		var fns []func() error
 		for i, id := range ids {
@@ -546,12 +522,12 @@ func TestClaimsShareTransactions(t *testing.T) {
 			})
 		}
 		wait := lineUp(t, s, fns)
-		freeA := holdHostLock(t, s, "hostA")
+		freeA := holdHostLock(t, s, hostA)
 		freeC()
 		if err := <-first; err != nil {
 			t.Fatal(err)
 		}
-		waiters(1) // the group waits for hostA's lock
+		waiters(hostA, 1) // the group waits for hostA's lock
 		before := rt.Load()
 		freeA()
 		for _, err := range wait() {
@@ -603,14 +579,22 @@ func TestOutcomesShareTransactions(t *testing.T) {
 	if _, err := lock.Exec(`SELECT 1 FROM push_delivery_batches WHERE batch_id = $1 FOR UPDATE`, held[0]); err != nil {
 		t.Fatal(err)
 	}
+	// Waits for this transaction are told apart from those of the tests
+	// running beside it by its id.
+	var xid string
+	if err := lock.QueryRow(`SELECT transactionid::text FROM pg_locks
+		WHERE pid = pg_backend_pid() AND locktype = 'transactionid' AND granted`).Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
 	first := make(chan error, 1)
 	go func() {
 		_, _, err := s.EndLeasedBatch(ctx, held[0], regs[0], "holder", store.BatchSent, "", fixtureNow)
 		first <- err
 	}()
-	waitFor(t, func() bool {
+	storetest.WaitFor(t, func() bool {
 		var n int64
-		err := db.QueryRow(`SELECT COUNT(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted`).Scan(&n)
+		err := db.QueryRow(`SELECT COUNT(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted
+			AND transactionid::text = $1`, xid).Scan(&n)
 		return err == nil && n == 1
 	})
 	ended, woken := make([]bool, 2), make([][]string, 2)
