@@ -315,8 +315,10 @@ func (g *group) run(ctx context.Context, members []*member) []error {
 			failed, committed = err, false
 		}
 	}
+	_, refused := errors.AsType[*pgconn.PgError](failed)
 	switch {
-	case committed && commitErr != nil:
+	case committed && (commitErr != nil || refused):
+		// A statement the server refused skips the COMMIT after it.
 		return fill(errs, commitError(errors.Join(commitErr, failed)))
 	case committed:
 		// Every member's statements ran and COMMIT with them: each
