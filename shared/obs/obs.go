@@ -47,6 +47,12 @@ const (
 	// reached.
 	DatabaseBusy        = "database_busy"
 	DatabaseUnavailable = "database_unavailable"
+	// SharedTxMembers counts the sends, claims and outcomes that went in a
+	// transaction shared with others (group commit, store.SharedHostTx);
+	// SharedTxFailed those of them whose shared transaction failed, so
+	// that each ran again alone.
+	SharedTxMembers = "shared_tx_members"
+	SharedTxFailed  = "shared_tx_failed"
 )
 
 // Counters is a set of named aggregate counters, safe for concurrent use.

@@ -84,6 +84,12 @@ func New(o Options) (*Service, error) {
 	}
 	st := o.Store
 	s := &Service{Config: o.Config, Clock: o.Clock, Log: o.Log, Counters: obs.NewCounters(o.Log), Store: st}
+	st.ObserveGroups(func(members int, failed bool) {
+		s.Counters.Add(obs.SharedTxMembers, int64(members))
+		if failed {
+			s.Counters.Add(obs.SharedTxFailed, int64(members))
+		}
+	})
 	var err error
 	s.Auth, err = hostauth.NewService(hostauth.Options{
 		Store: st, Clock: o.Clock, Counters: s.Counters, Origin: o.Config.PublicURL, Rand: o.Rand,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,6 +43,9 @@ type combiner struct {
 	running int
 	// waiting holds the calls waiting for a group, in arrival order.
 	waiting []*groupCall
+	// observe, when set, learns of each shared transaction (see
+	// [Store.ObserveGroups]).
+	observe *atomic.Pointer[func(members int, failed bool)]
 }
 
 // newCombiner returns a combiner for a pool of poolMax connections: a
@@ -49,8 +53,8 @@ type combiner struct {
 // work. Two were measured best for 16 concurrent hosts on two cores
 // (BenchmarkSendAdmission): more slots make smaller groups, and each group
 // costs the database its BEGIN, lock and COMMIT.
-func newCombiner(d postgresDialect, poolMax int) *combiner {
-	return &combiner{d: d, slots: min(max(1, poolMax/4), maxGroupSlots)}
+func newCombiner(d postgresDialect, poolMax int, observe *atomic.Pointer[func(int, bool)]) *combiner {
+	return &combiner{d: d, slots: min(max(1, poolMax/4), maxGroupSlots), observe: observe}
 }
 
 // groupCall is one call of a combiner.
@@ -159,6 +163,9 @@ func (c *combiner) lead(first *groupCall) error {
 	}
 	errs := c.d.transactGroup(first.ctx, group)
 	c.release()
+	if f := c.observe.Load(); f != nil {
+		(*f)(len(group), errors.Is(errs[0], errGroupFailed))
+	}
 	for i, m := range group[1:] {
 		m.done <- errs[i+1]
 	}

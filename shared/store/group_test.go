@@ -105,6 +105,13 @@ func TestSharedHostTxGroups(t *testing.T) {
 		}
 		aloneTrips = rt.Load() - before
 	}
+	var members, failed atomic.Int64
+	s.ObserveGroups(func(n int, groupFailed bool) {
+		members.Add(int64(n))
+		if groupFailed {
+			failed.Add(int64(n))
+		}
+	})
 	for round := range 2 {
 		free := storetest.HoldSlot(t, s)
 		ids := make([]int64, 4)
@@ -133,6 +140,9 @@ func TestSharedHostTxGroups(t *testing.T) {
 	if got := mustCounts(t, s)["push_hosts"]; got != 9 {
 		t.Errorf("push_hosts has %d rows, want 9", got)
 	}
+	if m, f := members.Load(), failed.Load(); m != 8 || f != 0 {
+		t.Errorf("observed %d members, %d of them failed; want 8 and 0", m, f)
+	}
 }
 
 // TestSharedHostTxMemberFails fails the middle member of a group of three
@@ -160,6 +170,13 @@ func TestSharedHostTxMemberFails(t *testing.T) {
 			return err
 		}
 	}
+	var members, failed atomic.Int64
+	s.ObserveGroups(func(n int, groupFailed bool) {
+		members.Add(int64(n))
+		if groupFailed {
+			failed.Add(int64(n))
+		}
+	})
 	for _, tt := range []struct {
 		name    string
 		then    func(*store.Tx) error // after the bad member's write and read
@@ -199,6 +216,9 @@ func TestSharedHostTxMemberFails(t *testing.T) {
 			after := mustCounts(t, s)
 			if after["push_hosts"] != before["push_hosts"]+2 || after["push_sessions"] != before["push_sessions"] {
 				t.Errorf("rows %v after %v, want hostA and hostC only", after, before)
+			}
+			if m, f := members.Swap(0), failed.Swap(0); m != 3 || f != 3 {
+				t.Errorf("observed %d members, %d of them failed; want 3 and 3", m, f)
 			}
 			if err := s.Tx(ctx, func(tx *store.Tx) error { return tx.DeleteHostsForTest(ctx) }); err != nil {
 				t.Fatal(err)

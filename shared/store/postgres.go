@@ -72,13 +72,15 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 	db := stdlib.OpenDBFromPool(pool)
 	d := postgresDialect{pool: pool}
 	poolMax := int(cfg.MaxConns)
-	return &Store{db: db, dialect: d,
-		groups: newCombiner(d, poolMax), claims: newCombiner(d, poolMax), outcomes: newCombiner(d, poolMax),
-		close: func() error {
-			err := db.Close()
-			pool.Close()
-			return errors.Join(err, closeDialer())
-		}}, nil
+	s := &Store{db: db, dialect: d}
+	s.groups, s.claims, s.outcomes = newCombiner(d, poolMax, &s.observe), newCombiner(d, poolMax, &s.observe),
+		newCombiner(d, poolMax, &s.observe)
+	s.close = func() error {
+		err := db.Close()
+		pool.Close()
+		return errors.Join(err, closeDialer())
+	}
+	return s, nil
 }
 
 func (postgresDialect) name() string { return "postgres" }

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,8 @@ type Store struct {
 	// SharedHostTx, ClaimBatch and EndLeasedBatch on PostgreSQL; nil on
 	// SQLite.
 	groups, claims, outcomes *combiner
+	// observe is ObserveGroups' function.
+	observe atomic.Pointer[func(members int, failed bool)]
 }
 
 // dialect holds what differs between the two databases.
@@ -127,6 +130,14 @@ func (s *Store) SharedHostTx(ctx context.Context, host string, fn func(*Tx) erro
 		return alone()
 	}
 	return s.groups.do(&groupCall{ctx: ctx, on: lockOn{host: host}, fn: fn, alone: alone})
+}
+
+// ObserveGroups makes the store call f after each transaction that calls of
+// SharedHostTx, ClaimBatch or EndLeasedBatch shared, with how many calls it
+// held and whether it failed (each then ran again alone): the aggregate
+// counters of group commit. f must be quick and safe for concurrent use.
+func (s *Store) ObserveGroups(f func(members int, failed bool)) {
+	s.observe.Store(&f)
 }
 
 // SharedWaiting returns how many calls of SharedHostTx, ClaimBatch and
