@@ -90,27 +90,33 @@ func (c *combiner) do(call *groupCall) error {
 	}
 	c.waiting = append(c.waiting, call)
 	c.mu.Unlock()
-	select {
-	case <-call.lead:
-		return c.lead(call)
-	case err := <-call.done:
-		return outcome(call, err)
-	case <-call.ctx.Done():
+	cancelled := call.ctx.Done()
+	for {
+		select {
+		case <-call.lead:
+			return c.lead(call)
+		case err := <-call.done:
+			return outcome(call, err)
+		case <-cancelled:
+			if c.leave(call) {
+				return call.ctx.Err()
+			}
+			// A group took the call already: see it through.
+			cancelled = nil
+		}
 	}
+}
+
+// leave takes call out of the waiting calls and reports whether it was
+// still there.
+func (c *combiner) leave(call *groupCall) bool {
 	c.mu.Lock()
-	if i := slices.Index(c.waiting, call); i >= 0 {
+	defer c.mu.Unlock()
+	i := slices.Index(c.waiting, call)
+	if i >= 0 {
 		c.waiting = slices.Delete(c.waiting, i, i+1)
-		c.mu.Unlock()
-		return call.ctx.Err()
 	}
-	c.mu.Unlock()
-	// A group took the call already: see it through.
-	select {
-	case <-call.lead:
-		return c.lead(call)
-	case err := <-call.done:
-		return outcome(call, err)
-	}
+	return i >= 0
 }
 
 // outcome is a member's answer: nil once its group committed, the error of

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
@@ -360,8 +361,15 @@ func TestSharedHostTxCancelWhileWaiting(t *testing.T) {
 		return tx.TouchHost(ctx, "hostA", "key", 1)
 	}}})
 	cancel()
-	if errs := wait(); !errors.Is(errs[0], context.Canceled) {
-		t.Errorf("SharedHostTx = %v, want context.Canceled", errs[0])
+	answered := make(chan []error, 1)
+	go func() { answered <- wait() }()
+	select {
+	case errs := <-answered:
+		if !errors.Is(errs[0], context.Canceled) {
+			t.Errorf("SharedHostTx = %v, want context.Canceled", errs[0])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call still waits for a group")
 	}
 	if s.SharedWaiting() != 0 {
 		t.Errorf("%d calls still wait", s.SharedWaiting())
@@ -466,28 +474,12 @@ func insertBatches(t *testing.T, s *store.Store, host, reg string, n int) []stri
 // free commits it.
 func holdHostLock(t *testing.T, s *store.Store, host string) (free func()) {
 	t.Helper()
-	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- s.HostTx(context.Background(), host, func(tx *store.Tx) error {
-			if _, err := tx.TxID(context.Background()); err != nil {
-				return err
-			}
-			close(locked)
-			<-release
-			return nil
+	ctx := context.Background()
+	return storetest.HoldTx(t, func(fn func(*store.Tx) error) error { return s.HostTx(ctx, host, fn) },
+		func(tx *store.Tx) error {
+			_, err := tx.TxID(ctx) // its round trip takes the lock
+			return err
 		})
-	}()
-	<-locked
-	// A test that fails before it frees the lock frees it as it ends, so
-	// that closing the store does not wait for the connection forever.
-	free = sync.OnceFunc(func() {
-		close(release)
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	t.Cleanup(free)
-	return free
 }
 
 // TestClaimsShareTransactions lines up claims, in a store with one claim

@@ -15,19 +15,40 @@ import (
 // returned free ends it; it also runs when t ends.
 func HoldSlot(t testing.TB, s *store.Store) (free func()) {
 	t.Helper()
+	return HoldTx(t, func(fn func(*store.Tx) error) error {
+		return s.SharedHostTx(context.Background(), "holder", fn)
+	}, nil)
+}
+
+// HoldTx starts run with a transaction's fn that runs first, when not nil,
+// and then waits; HoldTx returns once first has returned. The returned free
+// ends the transaction and fails t if run failed; it also runs when t ends,
+// so that a test that fails early does not leave a connection held and the
+// store's Close waiting for it.
+func HoldTx(t testing.TB, run func(fn func(*store.Tx) error) error, first func(*store.Tx) error) (free func()) {
+	t.Helper()
 	started, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- s.SharedHostTx(context.Background(), "holder", func(*store.Tx) error {
+		done <- run(func(tx *store.Tx) error {
+			if first != nil {
+				if err := first(tx); err != nil {
+					return err
+				}
+			}
 			close(started)
 			<-release
 			return nil
 		})
 	}()
-	<-started
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("hold: %v", err)
+	}
 	free = sync.OnceFunc(func() {
 		close(release)
 		if err := <-done; err != nil {
-			t.Errorf("holder: %v", err)
+			t.Errorf("hold: %v", err)
 		}
 	})
 	t.Cleanup(free)
