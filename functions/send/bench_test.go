@@ -24,6 +24,7 @@ import (
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/hostclient"
+	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/push/pushtest"
 	"onorca.dev/push/shared/service"
 	"onorca.dev/push/shared/store"
@@ -268,6 +269,9 @@ func benchSend(b *testing.B, d storetest.Dialect, window time.Duration, regs int
 	// The rest of the machine's CPU in the same time, on a quiet machine
 	// the database server's (and the kernel's work for it).
 	b.ReportMetric(float64(machine-cpu)/float64(b.N), "db-cpu-ns/op")
+	// Requests whose shared transaction failed ran again alone: a share
+	// that grows means groups cost more than they save.
+	b.ReportMetric(float64(svc.Counters.Consume()[obs.SharedTxFailed]), "shared-failed")
 }
 
 // BenchmarkInsertCeiling is the ceiling admission is measured against: the

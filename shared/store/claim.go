@@ -161,10 +161,10 @@ func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token st
 		ended, woken, err = t.endLeasedBatch(ctx, id, registrationID, token, state, reason, now)
 		return err
 	}
-	alone := func() error { return fn(&Tx{r: sqlRunner{tx: s.db}}) }
+	alone := func(string) error { return fn(&Tx{r: sqlRunner{tx: s.db}}) }
 	var err error
 	if s.outcomes == nil {
-		err = alone()
+		err = alone("")
 	} else {
 		err = s.outcomes.do(&groupCall{ctx: ctx, fn: fn, alone: alone})
 	}

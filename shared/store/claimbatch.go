@@ -66,10 +66,10 @@ func (s *Store) ClaimBatch(ctx context.Context, id, token string, now, leaseUnti
 			expiredReason: expiredReason})
 		return err
 	}
-	alone := func() error { return s.transact(ctx, on, fn) }
+	alone := func(wait string) error { return s.transact(ctx, lockOn{batch: id, wait: wait}, fn) }
 	var err error
 	if s.claims == nil {
-		err = alone()
+		err = alone("")
 	} else {
 		err = s.claims.do(&groupCall{ctx: ctx, on: on, fn: fn, alone: alone})
 	}

@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // TxID returns the id of t's transaction: members of one group share it.
 func (t *Tx) TxID(ctx context.Context) (int64, error) {
@@ -36,3 +39,12 @@ func (t *Tx) DeleteHostsForTest(ctx context.Context) error {
 
 // HostLockPrefix namespaces the host locks' keys.
 const HostLockPrefix = hostLockPrefix
+
+// SetSlotLockWait sets how long s's transactions in a combiner's slot wait
+// for a lock (slotLockWait): a test that holds a slot with a call waiting
+// for a lock sets it longer than the test. Call it before any call of s.
+func SetSlotLockWait(s *Store, d time.Duration) {
+	for _, c := range []*combiner{s.groups, s.claims, s.outcomes} {
+		c.lockWait = lockTimeout(d)
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,6 +21,16 @@ const maxGroupMembers = 8
 // maxGroupSlots bounds the shared transactions a combiner has in flight
 // (see [newCombiner]).
 const maxGroupSlots = 2
+
+// slotLockWait bounds how long a transaction in a combiner's slot, alone
+// or shared, waits for a lock. A host lock held longer (a stalled
+// transaction elsewhere, until its timeouts end it) would otherwise hold the
+// slot for the session's lockWait and every other host's calls behind it:
+// instead the transaction gives the slot up and its calls wait alone, with
+// the full lockWait, outside the slots. A host lock is held for a
+// transaction's few round trips, so the wait is many times what a busy host
+// makes a slot wait.
+const slotLockWait = 100 * time.Millisecond
 
 // errGroupFailed ends the members of a shared transaction that failed: each
 // then runs again on its own.
@@ -36,6 +48,9 @@ type combiner struct {
 	d postgresDialect
 	// slots bounds the transactions in flight, alone or shared.
 	slots int
+	// lockWait is the lock_timeout of a transaction in a slot:
+	// slotLockWait.
+	lockWait string
 
 	// mu guards running and waiting.
 	mu sync.Mutex
@@ -54,7 +69,8 @@ type combiner struct {
 // (BenchmarkSendAdmission): more slots make smaller groups, and each group
 // costs the database its BEGIN, lock and COMMIT.
 func newCombiner(d postgresDialect, poolMax int, observe *atomic.Pointer[func(int, bool)]) *combiner {
-	return &combiner{d: d, slots: min(max(1, poolMax/4), maxGroupSlots), observe: observe}
+	return &combiner{d: d, slots: min(max(1, poolMax/4), maxGroupSlots), observe: observe,
+		lockWait: lockTimeout(slotLockWait)}
 }
 
 // groupCall is one call of a combiner.
@@ -67,9 +83,11 @@ type groupCall struct {
 	on lockOn
 	// fn is the call's work, given the group's transaction.
 	fn func(*Tx) error
-	// alone runs the call on its own: when it finds a slot free, and
-	// again after its group failed.
-	alone func() error
+	// alone runs the call on its own with lock_timeout wait, or the
+	// session's when wait is empty: in a slot, the combiner's lockWait;
+	// outside the slots, after its group failed or its lock stayed busy,
+	// the session's.
+	alone func(wait string) error
 	// lead is signalled when the call is to lead the next group.
 	lead chan struct{}
 	// done receives the call's outcome when another call led its group:
@@ -84,9 +102,7 @@ func (c *combiner) do(call *groupCall) error {
 	if c.running < c.slots && len(c.waiting) == 0 {
 		c.running++
 		c.mu.Unlock()
-		err := call.alone()
-		c.release()
-		return err
+		return c.runAlone(call)
 	}
 	c.waiting = append(c.waiting, call)
 	c.mu.Unlock()
@@ -124,9 +140,33 @@ func (c *combiner) leave(call *groupCall) bool {
 // after a group that failed before COMMIT it runs alone.
 func outcome(call *groupCall, err error) error {
 	if errors.Is(err, errGroupFailed) {
-		return call.alone()
+		return call.alone("")
 	}
 	return err
+}
+
+// runAlone runs call on its own in the slot it holds, then frees the slot.
+// When its lock stayed busy past slotLockWait, it runs again outside the
+// slots with the full wait.
+func (c *combiner) runAlone(call *groupCall) error {
+	err := call.alone(c.lockWait)
+	c.release()
+	if lockBusy(err) {
+		return call.alone("")
+	}
+	return err
+}
+
+// lockBusy reports whether err is PostgreSQL's 55P03 lock_not_available: a
+// lock wait ran out.
+func lockBusy(err error) bool {
+	pg, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && pg.Code == "55P03"
+}
+
+// lockTimeout is d as a lock_timeout setting.
+func lockTimeout(d time.Duration) string {
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 }
 
 // release gives a finished transaction's slot to the first waiter, which
@@ -163,11 +203,9 @@ func (c *combiner) lead(first *groupCall) error {
 	c.waiting = rest
 	c.mu.Unlock()
 	if len(group) == 1 {
-		err := first.alone()
-		c.release()
-		return err
+		return c.runAlone(first)
 	}
-	errs := c.d.transactGroup(first.ctx, group)
+	errs := c.d.transactGroup(first.ctx, group, c.lockWait)
 	c.release()
 	if f := c.observe.Load(); f != nil {
 		(*f)(len(group), errors.Is(errs[0], errGroupFailed))
@@ -181,8 +219,10 @@ func (c *combiner) lead(first *groupCall) error {
 // groupLocks takes the locks the calls name, hosts given or read from their
 // batches, each once and all in the order of their keys, in one statement:
 // two groups, or a group and a lone transaction, never wait on each other
-// in a cycle. None when the calls name no lock.
-func groupLocks(calls []*groupCall) []statement {
+// in a cycle. A group holds a slot, so it waits for them at most wait, set
+// as lockStatements does; when they stay busy the group fails and its
+// members run alone. None when the calls name no lock.
+func groupLocks(calls []*groupCall, wait string) []statement {
 	var hosts, batches []string
 	for _, c := range calls {
 		switch {
@@ -201,12 +241,14 @@ func groupLocks(calls []*groupCall) []statement {
 			SELECT DISTINCT hashtextextended($1 || h, 0) AS k FROM (
 				SELECT unnest($2::text[]) AS h
 				UNION ALL SELECT host_fingerprint FROM push_delivery_batches WHERE batch_id = ANY($3::text[])) AS named
-			ORDER BY k OFFSET 0) AS keys`,
-		args: []any{hostLockPrefix, hosts, batches}}}
+			ORDER BY k OFFSET 0) AS keys
+			WHERE set_config('lock_timeout', $4, true) IS NOT NULL`,
+		args: []any{hostLockPrefix, hosts, batches, wait}}}
 }
 
 // transactGroup runs the fn of every call in one transaction on one
-// connection, under the locks they name (groupLocks), and commits it. The
+// connection, under the locks they name (groupLocks, waited for at most
+// lockWait), and commits it. The
 // members run at once, each in its own goroutine, and their round trips go
 // together: once every member still running has asked for its next round
 // trip, one pipelined round trip carries them all, in member order, with
@@ -217,7 +259,7 @@ func groupLocks(calls []*groupCall) []statement {
 // whole group back and returns errGroupFailed: the members then run alone.
 // The error of the COMMIT round trip is returned as it is: the group may
 // have committed, so the members answer it as a lone transaction would.
-func (d postgresDialect) transactGroup(ctx context.Context, calls []*groupCall) (errs []error) {
+func (d postgresDialect) transactGroup(ctx context.Context, calls []*groupCall, lockWait string) (errs []error) {
 	// A member's client going away must not fail the others; the deadline
 	// still bounds the group.
 	gctx := context.WithoutCancel(ctx)
@@ -231,7 +273,7 @@ func (d postgresDialect) transactGroup(ctx context.Context, calls []*groupCall) 
 		return fill(make([]error, len(calls)), fmt.Errorf("%w: begin: %w", errGroupFailed, err))
 	}
 	defer conn.Release()
-	p := newPipeline(conn.Conn(), groupLocks(calls)...)
+	p := newPipeline(conn.Conn(), groupLocks(calls, lockWait)...)
 	// A connection given back inside a transaction is destroyed by the
 	// pool, so a failed ROLLBACK loses nothing.
 	defer p.rollback(gctx)

@@ -3,9 +3,11 @@ package store_test
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -380,6 +382,107 @@ func TestSharedHostTxCancelWhileWaiting(t *testing.T) {
 	}
 }
 
+// TestSlotsDoNotWaitForAHeldLock holds one host's lock in a store whose
+// session waits a minute for a lock, with no statement or idle timeout, and
+// that has one slot. A lone call of
+// that host, then a group that holds one, gives the slot up within
+// slotLockWait and waits for the lock alone: the other hosts' calls behind
+// them, and in the group with them, commit while it waits. Waiting in the
+// slot, they would wait the minute; the test gives up after ten seconds.
+func TestSlotsDoNotWaitForAHeldLock(t *testing.T) {
+	ctx := context.Background()
+	opts := storetest.PostgresOptions(t)
+	u, err := url.Parse(opts.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("lock_timeout", "60000")
+	q.Set("statement_timeout", "0")
+	q.Set("idle_in_transaction_session_timeout", "0")
+	u.RawQuery = q.Encode()
+	opts.DatabaseURL, opts.PoolMax = u.String(), 4 // one slot
+	s, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var failed atomic.Int64
+	s.ObserveGroups(func(_ int, f bool) {
+		if f {
+			failed.Add(1)
+		}
+	})
+	hostX, hostY, hostZ := testHost("hostX"), testHost("hostY"), testHost("hostZ")
+	touch := func(host string) func() error {
+		return func() error {
+			return s.SharedHostTx(ctx, host, func(tx *store.Tx) error { return tx.TouchHost(ctx, host, "key", 1) })
+		}
+	}
+	// answered collects the hosts whose call returned nil.
+	answered := make(chan string, 4)
+	call := func(host string) func() error {
+		return func() error {
+			err := touch(host)()
+			if err == nil {
+				answered <- host
+			}
+			return err
+		}
+	}
+	receive := func(want string) {
+		t.Helper()
+		select {
+		case got := <-answered:
+			if got != want {
+				t.Fatalf("%s answered while %s waits for its lock", got, hostX)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s waits behind %s's held lock", want, hostX)
+		}
+	}
+
+	free := holdHostLock(t, s, hostX)
+	lone := make(chan error, 1)
+	go func() { lone <- call(hostX)() }()
+	waitForLockWaiters(t, storetest.SQL(t, opts), hostX, 1)
+	go func() {
+		if err := call(hostY)(); err != nil {
+			t.Error(err)
+		}
+	}()
+	receive(hostY)
+	free()
+	if err := <-lone; err != nil {
+		t.Fatal(err)
+	}
+	receive(hostX)
+
+	free = holdHostLock(t, s, hostX)
+	freeSlot := storetest.HoldSlot(t, s)
+	wait := lineUp(t, s, []func() error{call(hostX), call(hostY), call(hostZ)})
+	freeSlot()
+	for _, want := range []string{hostY, hostZ} {
+		select {
+		case got := <-answered:
+			if got != hostY && got != hostZ {
+				t.Fatalf("%s answered while its lock is held", got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s waits in a group behind %s's held lock", want, hostX)
+		}
+	}
+	free()
+	for _, err := range wait() {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := failed.Load(); n != 1 {
+		t.Errorf("%d shared transactions failed, want 1 (the group on the held lock)", n)
+	}
+}
+
 // TestSharedHostTxConnectionLost drops the group's connection at each of its
 // round trips. Before COMMIT nothing committed, so each member runs again
 // alone and commits. At COMMIT the group may have committed, so each member
@@ -482,6 +585,27 @@ func holdHostLock(t *testing.T, s *store.Store, host string) (free func()) {
 		})
 }
 
+// testHost returns a host name of name's that is this test's own: advisory
+// locks are the database's, not the schema's, so tests running beside it
+// neither wait for its hosts' locks nor count as their waiters.
+func testHost(name string) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return name + "-" + hex.EncodeToString(b[:])
+}
+
+// waitForLockWaiters waits until n transactions wait for host's lock.
+func waitForLockWaiters(t *testing.T, db *sql.DB, host string, n int64) {
+	t.Helper()
+	storetest.WaitFor(t, func() bool {
+		var got int64
+		err := db.QueryRow(`SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1 || $2, 0)`,
+			store.HostLockPrefix, host).Scan(&got)
+		return err == nil && got == n
+	})
+}
+
 // TestClaimsShareTransactions lines up claims, in a store with one claim
 // slot, behind one that waits for its host's lock: three racing claims of
 // one registration's due batches of hostA and one of hostB. While another
@@ -491,23 +615,14 @@ func holdHostLock(t *testing.T, s *store.Store, host string) (free func()) {
 func TestClaimsShareTransactions(t *testing.T) {
 	ctx := context.Background()
 	s, opts, rt := groupStore(t)
+	// The first claim holds the slot while it waits for hostC's lock, and
+	// the group waits for hostA's.
+	store.SetSlotLockWait(s, time.Minute)
 	db := storetest.SQL(t, opts)
-	// Advisory locks are the database's, not the schema's: the hosts'
-	// names are this test's own, so that tests running beside it neither
-	// wait for these locks nor count as their waiters.
-	var b [4]byte
-	rand.Read(b[:])
-	hostA, hostB, hostC := "hostA-"+hex.EncodeToString(b[:]), "hostB-"+hex.EncodeToString(b[:]), "hostC-"+hex.EncodeToString(b[:])
-	// waiters waits until n transactions wait for host's lock.
+	hostA, hostB, hostC := testHost("hostA"), testHost("hostB"), testHost("hostC")
 	waiters := func(host string, n int64) {
 		t.Helper()
-		storetest.WaitFor(t, func() bool {
-			var got int64
-			err := db.QueryRow(`SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-				AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1 || $2, 0)`,
-				store.HostLockPrefix, host).Scan(&got)
-			return err == nil && got == n
-		})
+		waitForLockWaiters(t, db, host, n)
 	}
 	for round := range 3 { // the first two prepare the statements on the connections
 		regA := mustDevice(t, s, hostA, fmt.Sprintf("phone%d", round))

@@ -86,17 +86,28 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 func (postgresDialect) name() string { return "postgres" }
 
 // lockStatements take a transaction-scoped advisory lock on the key of the
-// host on names, given or read from its batch; none when on is empty.
+// host on names, given or read from its batch; none when on is empty. When
+// on.wait is set, the statement sets the transaction's lock_timeout to it
+// before it waits: set_config(…, true) in the WHERE clause, which the
+// server evaluates for a row before that row's lock call, costs no
+// statement of its own and holds until the transaction ends.
 func lockStatements(on lockOn) []statement {
+	var s statement
 	switch {
 	case on.host != "":
-		return []statement{{op: "lock host", query: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-			args: []any{hostLockPrefix + on.host}}}
+		s = statement{op: "lock host", query: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0)) WHERE true`,
+			args: []any{hostLockPrefix + on.host}}
 	case on.batch != "":
-		return []statement{{op: "lock batch host", query: `SELECT pg_advisory_xact_lock(hashtextextended($1 || host_fingerprint, 0))
-			FROM push_delivery_batches WHERE batch_id = $2`, args: []any{hostLockPrefix, on.batch}}}
+		s = statement{op: "lock batch host", query: `SELECT pg_advisory_xact_lock(hashtextextended($1 || host_fingerprint, 0))
+			FROM push_delivery_batches WHERE batch_id = $2`, args: []any{hostLockPrefix, on.batch}}
+	default:
+		return nil
 	}
-	return nil
+	if on.wait != "" {
+		s.query += ` AND set_config('lock_timeout', $` + strconv.Itoa(len(s.args)+1) + `, true) IS NOT NULL`
+		s.args = append(s.args, on.wait)
+	}
+	return []statement{s}
 }
 
 // hostLockPrefix namespaces the host locks' keys.

@@ -125,9 +125,9 @@ func (s *Store) HostTx(ctx context.Context, host string, fn func(*Tx) error) err
 // run more than once and its error is the one it returns alone. On SQLite
 // it is HostTx.
 func (s *Store) SharedHostTx(ctx context.Context, host string, fn func(*Tx) error) error {
-	alone := func() error { return s.HostTx(ctx, host, fn) }
+	alone := func(wait string) error { return s.transact(ctx, lockOn{host: host, wait: wait}, fn) }
 	if s.groups == nil {
-		return alone()
+		return alone("")
 	}
 	return s.groups.do(&groupCall{ctx: ctx, on: lockOn{host: host}, fn: fn, alone: alone})
 }
@@ -155,9 +155,13 @@ func (s *Store) SharedWaiting() int {
 }
 
 // lockOn names the per-host lock a transaction takes: the host's, the host
-// of a batch's, or none when both are empty.
+// of a batch's, or none when both are empty. wait, when set, is the
+// lock_timeout for that lock and any after it in the transaction instead of
+// the session's lockWait: a transaction in a combiner's slot waits
+// slotLockWait.
 type lockOn struct {
 	host, batch string
+	wait        string
 }
 
 func (s *Store) transact(ctx context.Context, on lockOn, fn func(*Tx) error) error {

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"sync"
 	"testing"
 	"time"
@@ -12,11 +14,16 @@ import (
 // HoldSlot takes the one group slot of s (a PostgreSQL store opened with a
 // pool of 4) with a SharedHostTx call that runs alone and waits, so that
 // the calls after it wait for a group (store.Store.SharedWaiting). The
-// returned free ends it; it also runs when t ends.
+// returned free ends it; it also runs when t ends. The call's host is its
+// own: host locks are the database's, and a slot's call whose lock is busy
+// gives the slot up.
 func HoldSlot(t testing.TB, s *store.Store) (free func()) {
 	t.Helper()
+	var b [4]byte
+	rand.Read(b[:])
+	host := "holder-" + hex.EncodeToString(b[:])
 	return HoldTx(t, func(fn func(*store.Tx) error) error {
-		return s.SharedHostTx(context.Background(), "holder", fn)
+		return s.SharedHostTx(context.Background(), host, fn)
 	}, nil)
 }
 
