@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -445,7 +446,7 @@ func TestSlotsDoNotWaitForAHeldLock(t *testing.T) {
 	free := holdHostLock(t, s, hostX)
 	lone := make(chan error, 1)
 	go func() { lone <- call(hostX)() }()
-	waitForLockWaiters(t, storetest.SQL(t, opts), hostX, 1)
+	waitForLockWaiters(t, storetest.SQL(t, opts), 1, hostX)
 	go func() {
 		if err := call(hostY)(); err != nil {
 			t.Error(err)
@@ -480,6 +481,62 @@ func TestSlotsDoNotWaitForAHeldLock(t *testing.T) {
 	}
 	if n := failed.Load(); n != 1 {
 		t.Errorf("%d shared transactions failed, want 1 (the group on the held lock)", n)
+	}
+}
+
+// TestGroupLocksTakeKeysInOrder runs two groups of the same three hosts on
+// two stores, as two instances would, their members in opposite orders,
+// while a third transaction holds the lock of the host in the middle. Taken
+// in member order, each group would hold one end's lock and wait for the
+// other's: a deadlock, which the server breaks by failing one group after
+// deadlock_timeout. Taken in key order, they wait for each other in line
+// and neither fails.
+func TestGroupLocksTakeKeysInOrder(t *testing.T) {
+	ctx := context.Background()
+	s, opts, _ := groupStore(t)
+	other, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	var failed atomic.Int64
+	for _, st := range []*store.Store{s, other} {
+		// The groups wait for the held lock, and for each other, in
+		// their slots.
+		store.SetSlotLockWait(st, time.Minute)
+		st.ObserveGroups(func(_ int, f bool) {
+			if f {
+				failed.Add(1)
+			}
+		})
+	}
+	db := storetest.SQL(t, opts)
+	hostA, hostB, hostC := testHost("hostA"), testHost("hostB"), testHost("hostC")
+	touch := func(host string) groupCall {
+		return groupCall{host, func(tx *store.Tx) error { return tx.TouchHost(ctx, host, "key", 1) }}
+	}
+	free := holdHostLock(t, s, hostB)
+	var waits []func() []error
+	for i, st := range []*store.Store{s, other} {
+		calls := []groupCall{touch(hostA), touch(hostB), touch(hostC)}
+		if i == 1 {
+			slices.Reverse(calls)
+		}
+		freeSlot := storetest.HoldSlot(t, st)
+		waits = append(waits, queueCalls(t, ctx, st, calls))
+		freeSlot()
+		waitForLockWaiters(t, db, int64(i+1), hostA, hostB, hostC)
+	}
+	free()
+	for _, wait := range waits {
+		for _, err := range wait() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := failed.Load(); n != 0 {
+		t.Errorf("%d shared transactions failed, want 0", n)
 	}
 }
 
@@ -594,14 +651,16 @@ func testHost(name string) string {
 	return name + "-" + hex.EncodeToString(b[:])
 }
 
-// waitForLockWaiters waits until n transactions wait for host's lock.
-func waitForLockWaiters(t *testing.T, db *sql.DB, host string, n int64) {
+// waitForLockWaiters waits until n transactions wait for the locks of
+// hosts.
+func waitForLockWaiters(t *testing.T, db *sql.DB, n int64, hosts ...string) {
 	t.Helper()
 	storetest.WaitFor(t, func() bool {
 		var got int64
 		err := db.QueryRow(`SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1 || $2, 0)`,
-			store.HostLockPrefix, host).Scan(&got)
+			AND ((classid::bigint << 32) | objid::bigint) IN (
+				SELECT hashtextextended($1 || h, 0) FROM unnest($2::text[]) AS h)`,
+			store.HostLockPrefix, hosts).Scan(&got)
 		return err == nil && got == n
 	})
 }
@@ -622,7 +681,7 @@ func TestClaimsShareTransactions(t *testing.T) {
 	hostA, hostB, hostC := testHost("hostA"), testHost("hostB"), testHost("hostC")
 	waiters := func(host string, n int64) {
 		t.Helper()
-		waitForLockWaiters(t, db, host, n)
+		waitForLockWaiters(t, db, n, host)
 	}
 	for round := range 3 { // the first two prepare the statements on the connections
 		regA := mustDevice(t, s, hostA, fmt.Sprintf("phone%d", round))
