@@ -26,6 +26,17 @@ func (t *Tx) SetCounter(ctx context.Context, host string, n int64) error {
 		ON CONFLICT (host) DO UPDATE SET n = excluded.n`, host, n)
 }
 
+// FinalCounter ends t with one write, its final statement: it sets host's
+// count in group_counters to n and returns it; with n 0 the server refuses
+// it (division by zero).
+func (t *Tx) FinalCounter(ctx context.Context, host string, n int64) (int64, error) {
+	var got int64
+	err := t.r.final(ctx, `INSERT INTO group_counters (host, n)
+		VALUES ($1, $2 / CASE WHEN $2 = 0 THEN 0 ELSE 1 END)
+		ON CONFLICT (host) DO UPDATE SET n = excluded.n RETURNING n`, host, n).Scan(&got)
+	return got, err
+}
+
 // DivideByZero runs a statement the server fails.
 func (t *Tx) DivideByZero(ctx context.Context) error {
 	_, err := t.r.exec(ctx, `SELECT 1 / 0`)

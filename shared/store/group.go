@@ -374,6 +374,9 @@ func (g *group) run(ctx context.Context, members []*member) []error {
 	switch {
 	case committed && (commitErr != nil || refused):
 		// A statement the server refused skips the COMMIT after it.
+		// pgx reports that refusal again as COMMIT's result
+		// (TestSharedHostTxFinalRoundRefused); refused keeps the group
+		// failed should a driver report nothing there.
 		return fill(errs, commitError(errors.Join(commitErr, failed)))
 	case committed:
 		// Every member's statements ran and COMMIT with them: each

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
@@ -227,6 +229,53 @@ func TestSharedHostTxMemberFails(t *testing.T) {
 			if err := s.Tx(ctx, func(tx *store.Tx) error { return tx.DeleteHostsForTest(ctx) }); err != nil {
 				t.Fatal(err)
 			}
+		})
+	}
+}
+
+// TestSharedHostTxFinalRoundRefused lines up three members that each end
+// with a final write, so COMMIT goes in their one round trip; the server
+// refuses the middle one's and skips the COMMIT. The group failed, though
+// COMMIT reported nothing, and a member that read its row before the
+// refusal had its write rolled back: every member runs again alone, the
+// other two commit and the middle one returns its own error.
+func TestSharedHostTxFinalRoundRefused(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := groupStore(t)
+	var failed atomic.Int64
+	s.ObserveGroups(func(_ int, f bool) {
+		if f {
+			failed.Add(1)
+		}
+	})
+	counts := map[string]int64{"hostA": 1, "hostB": 0, "hostC": 3}
+	var calls []groupCall
+	for _, host := range []string{"hostA", "hostB", "hostC"} {
+		calls = append(calls, groupCall{host, func(tx *store.Tx) error {
+			_, err := tx.FinalCounter(ctx, host, counts[host])
+			return err
+		}})
+	}
+	free := storetest.HoldSlot(t, s)
+	wait := queueCalls(t, ctx, s, calls)
+	free()
+	errs := wait()
+	if errs[0] != nil || errs[2] != nil {
+		t.Fatalf("hostA, hostC: %v, %v; want both committed", errs[0], errs[2])
+	}
+	if pg, ok := errors.AsType[*pgconn.PgError](errs[1]); !ok || pg.Code != "22012" {
+		t.Errorf("hostB: %v, want its division by zero", errs[1])
+	}
+	if n := failed.Load(); n != 1 {
+		t.Errorf("%d shared transactions failed, want 1", n)
+	}
+	for host, want := range map[string]int64{"hostA": 1, "hostB": 0, "hostC": 3} {
+		mustHostTx(t, s, host, func(tx *store.Tx) error {
+			got, err := tx.Counter(ctx, host)
+			if err == nil && got != want {
+				t.Errorf("%s's count is %d, want %d", host, got, want)
+			}
+			return err
 		})
 	}
 }
