@@ -18,9 +18,19 @@ import (
 // group holds every member's host lock until it commits.
 const maxGroupMembers = 8
 
-// maxGroupSlots bounds the shared transactions a combiner has in flight
-// (see [newCombiner]).
-const maxGroupSlots = 2
+// sendSlots and deliverySlots bound the transactions, alone or shared, that
+// the combiner of sends, and those of claims and of outcomes, have in
+// flight (see [newCombiner]). Measured on two cores at 16 concurrent hosts
+// or deliveries: a send takes two or three round trips, so with one slot
+// sends wait on the network (BenchmarkSendAdmission, 5 registrations:
+// 10–12k registrations/s with two slots, 7.6k with one, and fewer with
+// five); a claim and an outcome take one round trip each, so one slot
+// makes the largest groups and the fewest transactions (BenchmarkDeliver:
+// 410–454 µs/op with one slot, 467–545 with two).
+const (
+	sendSlots     = 2
+	deliverySlots = 1
+)
 
 // slotLockWait bounds how long a transaction in a combiner's slot, alone
 // or shared, waits for a lock. A host lock held longer (a stalled
@@ -63,13 +73,12 @@ type combiner struct {
 	observe *atomic.Pointer[func(members int, failed bool)]
 }
 
-// newCombiner returns a combiner for a pool of poolMax connections: a
-// quarter of them, at most maxGroupSlots, so that the rest serve the other
-// work. Two were measured best for 16 concurrent hosts on two cores
-// (BenchmarkSendAdmission): more slots make smaller groups, and each group
+// newCombiner returns a combiner with maxSlots slots for a pool of poolMax
+// connections, or a quarter of the pool when that is fewer, so that the
+// rest serve the other work: more slots make smaller groups, and each group
 // costs the database its BEGIN, lock and COMMIT.
-func newCombiner(d postgresDialect, poolMax int, observe *atomic.Pointer[func(int, bool)]) *combiner {
-	return &combiner{d: d, slots: min(max(1, poolMax/4), maxGroupSlots), observe: observe,
+func newCombiner(d postgresDialect, poolMax, maxSlots int, observe *atomic.Pointer[func(int, bool)]) *combiner {
+	return &combiner{d: d, slots: min(max(1, poolMax/4), maxSlots), observe: observe,
 		lockWait: lockTimeout(slotLockWait)}
 }
 

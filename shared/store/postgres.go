@@ -73,8 +73,9 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 	d := postgresDialect{pool: pool}
 	poolMax := int(cfg.MaxConns)
 	s := &Store{db: db, dialect: d}
-	s.groups, s.claims, s.outcomes = newCombiner(d, poolMax, &s.observe), newCombiner(d, poolMax, &s.observe),
-		newCombiner(d, poolMax, &s.observe)
+	s.groups = newCombiner(d, poolMax, sendSlots, &s.observe)
+	s.claims = newCombiner(d, poolMax, deliverySlots, &s.observe)
+	s.outcomes = newCombiner(d, poolMax, deliverySlots, &s.observe)
 	s.close = func() error {
 		err := db.Close()
 		pool.Close()
