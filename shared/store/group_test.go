@@ -81,6 +81,42 @@ func lineUp(t *testing.T, s *store.Store, fns []func() error) (wait func() []err
 	}
 }
 
+// openAgain opens another store on opts' database and schema, as another
+// instance of the gateway would; it is closed when t ends.
+func openAgain(t *testing.T, opts store.Options) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mustSucceed fails t at the first of errs that is not nil.
+func mustSucceed(t *testing.T, errs []error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// countFailedGroups counts the shared transactions of stores that failed
+// (Store.ObserveGroups).
+func countFailedGroups(stores ...*store.Store) *atomic.Int64 {
+	var failed atomic.Int64
+	for _, s := range stores {
+		s.ObserveGroups(func(_ int, f bool) {
+			if f {
+				failed.Add(1)
+			}
+		})
+	}
+	return &failed
+}
+
 // touchAndTxID touches host and records its transaction's id in *id.
 func touchAndTxID(ctx context.Context, host string, id *int64) func(*store.Tx) error {
 	return func(tx *store.Tx) error {
@@ -242,12 +278,7 @@ func TestSharedHostTxMemberFails(t *testing.T) {
 func TestSharedHostTxFinalRoundRefused(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := groupStore(t)
-	var failed atomic.Int64
-	s.ObserveGroups(func(_ int, f bool) {
-		if f {
-			failed.Add(1)
-		}
-	})
+	failed := countFailedGroups(s)
 	counts := map[string]int64{"hostA": 1, "hostB": 0, "hostC": 3}
 	var calls []groupCall
 	for _, host := range []string{"hostA", "hostB", "hostC"} {
@@ -294,11 +325,7 @@ func TestSharedHostTxOneHostPerGroup(t *testing.T) {
 		{"hostB", touchAndTxID(ctx, "hostB", &ids[2])},
 	})
 	free()
-	for _, err := range wait() {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustSucceed(t, wait())
 	if ids[0] == ids[1] {
 		t.Errorf("hostA's two transactions shared transaction %d", ids[0])
 	}
@@ -316,11 +343,7 @@ func TestSharedHostTxOneHostPerGroup(t *testing.T) {
 func TestSharedHostTxNoLostUpdate(t *testing.T) {
 	ctx := context.Background()
 	s, opts, _ := groupStore(t)
-	other, err := store.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	other := openAgain(t, opts)
 	stores := []*store.Store{s, other}
 	const hosts, workers, increments = 6, 3, 20
 	var mu sync.Mutex
@@ -457,12 +480,7 @@ func TestSlotsDoNotWaitForAHeldLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	var failed atomic.Int64
-	s.ObserveGroups(func(_ int, f bool) {
-		if f {
-			failed.Add(1)
-		}
-	})
+	failed := countFailedGroups(s)
 	hostX, hostY, hostZ := testHost("hostX"), testHost("hostY"), testHost("hostZ")
 	touch := func(host string) func() error {
 		return func() error {
@@ -523,11 +541,7 @@ func TestSlotsDoNotWaitForAHeldLock(t *testing.T) {
 		}
 	}
 	free()
-	for _, err := range wait() {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustSucceed(t, wait())
 	if n := failed.Load(); n != 1 {
 		t.Errorf("%d shared transactions failed, want 1 (the group on the held lock)", n)
 	}
@@ -543,22 +557,12 @@ func TestSlotsDoNotWaitForAHeldLock(t *testing.T) {
 func TestGroupLocksTakeKeysInOrder(t *testing.T) {
 	ctx := context.Background()
 	s, opts, _ := groupStore(t)
-	other, err := store.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
-	var failed atomic.Int64
-	for _, st := range []*store.Store{s, other} {
-		// The groups wait for the held lock, and for each other, in
-		// their slots.
-		store.SetSlotLockWait(st, time.Minute)
-		st.ObserveGroups(func(_ int, f bool) {
-			if f {
-				failed.Add(1)
-			}
-		})
-	}
+	other := openAgain(t, opts)
+	// The groups wait for the held lock, and for each other, in their
+	// slots.
+	store.SetSlotLockWait(s, time.Minute)
+	store.SetSlotLockWait(other, time.Minute)
+	failed := countFailedGroups(s, other)
 	db := storetest.SQL(t, opts)
 	hostA, hostB, hostC := testHost("hostA"), testHost("hostB"), testHost("hostC")
 	touch := func(host string) groupCall {
@@ -578,11 +582,7 @@ func TestGroupLocksTakeKeysInOrder(t *testing.T) {
 	}
 	free()
 	for _, wait := range waits {
-		for _, err := range wait() {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		mustSucceed(t, wait())
 	}
 	if n := failed.Load(); n != 0 {
 		t.Errorf("%d shared transactions failed, want 0", n)
@@ -765,11 +765,7 @@ func TestClaimsShareTransactions(t *testing.T) {
 		waiters(hostA, 1) // the group waits for hostA's lock
 		before := rt.Load()
 		freeA()
-		for _, err := range wait() {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		mustSucceed(t, wait())
 		trips := rt.Load() - before
 		leased := 0
 		for _, c := range claims[:3] {
@@ -848,11 +844,7 @@ func TestOutcomesShareTransactions(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range wait() {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustSucceed(t, wait())
 	for i := range 2 {
 		if !ended[i] || len(woken[i]) != 1 {
 			t.Errorf("outcome %d: ended %v, woke %v; want ended and its sibling woken", i, ended[i], woken[i])
