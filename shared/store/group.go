@@ -257,12 +257,11 @@ func groupLocks(calls []*groupCall, wait string) []statement {
 
 // transactGroup runs the fn of every call in one transaction on one
 // connection, under the locks they name (groupLocks, waited for at most
-// lockWait), and commits it. The
-// members run at once, each in its own goroutine, and their round trips go
-// together: once every member still running has asked for its next round
-// trip, one pipelined round trip carries them all, in member order, with
-// the writes they left for later; each member then reads its own results in
-// turn. When every member asks for its final statement, COMMIT goes with
+// lockWait), and commits it. The members run at once, each in its own
+// goroutine, and their round trips go together: once every member still
+// running has asked for its next round trip, one pipelined round trip
+// carries them all, in member order, with the writes they left for later;
+// each member then reads its own results in turn. When every member asks for its final statement, COMMIT goes with
 // them; otherwise it goes, with their last writes, once every member has
 // returned. A member's error, or any statement's before COMMIT, rolls the
 // whole group back and returns errGroupFailed: the members then run alone.

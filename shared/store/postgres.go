@@ -91,7 +91,8 @@ func (postgresDialect) name() string { return "postgres" }
 // on.wait is set, the statement sets the transaction's lock_timeout to it
 // before it waits: set_config(…, true) in the WHERE clause, which the
 // server evaluates for a row before that row's lock call, costs no
-// statement of its own and holds until the transaction ends.
+// statement of its own and holds until the transaction ends (the host
+// lock's WHERE true is there for that condition to follow).
 func lockStatements(on lockOn) []statement {
 	var s statement
 	switch {
