@@ -231,6 +231,14 @@ func (c *combiner) lead(first *groupCall) error {
 // in a cycle. A group holds a slot, so it waits for them at most wait, set
 // as lockStatements does; when they stay busy the group fails and its
 // members run alone. None when the calls name no lock.
+//
+// Sends name hosts only, and their statement reads no table. Reading the
+// batches of none cost a scan of the whole batch table: the statement is
+// prepared once per connection and soon runs on a generic plan, made for
+// any array of batch ids, and a plan made while the table was small scans
+// it, as long as the connection lives (TestGroupLockPlans). In
+// BenchmarkSendAdmission, 8000 sends of 16 hosts, that scan was an eighth of
+// PostgreSQL's CPU per send, and it grows with the table.
 func groupLocks(calls []*groupCall, wait string) []statement {
 	var hosts, batches []string
 	for _, c := range calls {
@@ -241,18 +249,21 @@ func groupLocks(calls []*groupCall, wait string) []statement {
 			batches = append(batches, c.on.batch)
 		}
 	}
-	if len(hosts) == 0 && len(batches) == 0 {
+	named := `SELECT unnest($2::text[]) AS h`
+	args := []any{hostLockPrefix, hosts, wait}
+	switch {
+	case len(hosts) == 0 && len(batches) == 0:
 		return nil
+	case len(batches) > 0:
+		named += ` UNION ALL SELECT host_fingerprint FROM push_delivery_batches WHERE batch_id = ANY($4::text[])`
+		args = append(args, batches)
 	}
 	// The sorted subquery is a fence (OFFSET 0): the locks are taken row
 	// by row in its order.
 	return []statement{{op: "lock hosts", query: `SELECT pg_advisory_xact_lock(k) FROM (
-			SELECT DISTINCT hashtextextended($1 || h, 0) AS k FROM (
-				SELECT unnest($2::text[]) AS h
-				UNION ALL SELECT host_fingerprint FROM push_delivery_batches WHERE batch_id = ANY($3::text[])) AS named
+			SELECT DISTINCT hashtextextended($1 || h, 0) AS k FROM (` + named + `) AS named
 			ORDER BY k OFFSET 0) AS keys
-			WHERE set_config('lock_timeout', $4, true) IS NOT NULL`,
-		args: []any{hostLockPrefix, hosts, batches, wait}}}
+			WHERE set_config('lock_timeout', $3, true) IS NOT NULL`, args: args}}
 }
 
 // transactGroup runs the fn of every call in one transaction on one
