@@ -88,13 +88,25 @@ func TestIdempotency(t *testing.T) {
 				t.Errorf("scheduled %v, want one batch of 2 members", calls)
 			}
 
-			// A second phone still gets a known event within its life.
+			// A second phone still gets a known event within its life: a
+			// batch of its own, not only a queued answer.
 			p2 := e.device(t, "hostA", "phone2")
 			e.clock.Advance(contract.EventLifetime - 1)
 			e.mustSend(t, contract.StatusQueued, "hostA", n, p2)
+			if calls := e.sched.take(); len(calls) != 1 || e.batch(t, calls[0].BatchID).RegistrationID != p2 {
+				t.Errorf("the second phone's send scheduled %v, want one batch of its own", calls)
+			}
+			// Other content under the known identity is refused for a
+			// phone that never had the event too, and nothing is recorded.
+			p3 := e.device(t, "hostA", "phone3")
+			before := e.rows(t)
+			e.mustSend(t, contract.StatusError, "hostA", changed, p3)
+			e.mustRows(t, before)
+			if calls := e.sched.take(); len(calls) != 0 {
+				t.Errorf("changed content to a new phone scheduled %v, want nothing", calls)
+			}
 			// At the deadline the duplicate is refused, for every phone,
 			// also one that never had it.
-			p3 := e.device(t, "hostA", "phone3")
 			e.clock.Advance(1)
 			e.mustSend(t, contract.StatusError, "hostA", n, p, p2, p3)
 		})

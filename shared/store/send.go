@@ -39,24 +39,21 @@ type SendStarted struct {
 
 // StartSend reads the session and records the event and the recipients of s
 // at now, all in one round trip on PostgreSQL (with BEGIN and the host
-// lock): the statements are those of [Tx.InsertEvent] and [Tx.AddRecipient].
+// lock). The checks are those of [Tx.InsertEvent] and [Tx.AddRecipient]. On
+// PostgreSQL one statement does it all (startSendStmt); on SQLite, where a
+// statement costs no round trip, each of them is its own.
 func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted, error) {
+	if t.pipelined() && s.Add && len(s.Recipients) > 0 {
+		return t.startSendOnce(ctx, s, now)
+	}
 	var stmts []statement
 	if s.TokenHash != "" {
-		stmts = append(stmts, statement{op: "read session", query: `SELECT expires_at FROM push_sessions
-			WHERE token_hash = $1 AND host_fingerprint = $2`, args: []any{s.TokenHash, s.Event.Host}})
+		stmts = append(stmts, sessionStmt(s.TokenHash, s.Event.Host))
 	}
-	// On PostgreSQL one statement records every recipient; on SQLite,
-	// where a statement costs no round trip, each has its own.
-	onePerSend := t.pipelined() && len(s.Recipients) > 0
 	if s.Add {
 		stmts = append(stmts, insertEventStmt(s.Event, now))
-		if onePerSend {
-			stmts = append(stmts, addRecipientsStmt(s.Recipients, now))
-		} else {
-			for _, r := range s.Recipients {
-				stmts = append(stmts, addRecipientStmt(r, now))
-			}
+		for _, r := range s.Recipients {
+			stmts = append(stmts, addRecipientStmt(r, now))
 		}
 	}
 	var out SendStarted
@@ -85,10 +82,6 @@ func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted
 			return fmt.Errorf("insert event: %w", err)
 		}
 		out.Added, out.Pending = make([]bool, len(s.Recipients)), make([]Pending, len(s.Recipients))
-		if onePerSend {
-			rows, err := res.rows()
-			return scanAddedRecipients(rows, err, s.Recipients, out.Added, out.Pending)
-		}
 		for i := range s.Recipients {
 			var err error
 			if out.Added[i], out.Pending[i], err = scanAddedRecipient(res.row()); err != nil {
@@ -101,6 +94,127 @@ func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted
 		return SendStarted{}, err
 	}
 	return out, nil
+}
+
+// sessionStmt reads the expiry of the session whose token hashes to
+// tokenHash, when it is host's.
+func sessionStmt(tokenHash, host string) statement {
+	return statement{op: "read session", query: `SELECT expires_at FROM push_sessions
+		WHERE token_hash = $1 AND host_fingerprint = $2`, args: []any{tokenHash, host}}
+}
+
+// startSendOnce is StartSend on PostgreSQL, for a send that records: one
+// statement instead of three, which spares the database two statements'
+// protocol, plan and executor work per request (and the gateway their
+// encoding).
+func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendStarted, error) {
+	st := startSendStmt(s, now)
+	rows, err := t.r.query(ctx, st.query, st.args...)
+	if err != nil {
+		return SendStarted{}, fmt.Errorf("start send: %w", err)
+	}
+	defer rows.Close()
+	out := SendStarted{Added: make([]bool, len(s.Recipients)), Pending: make([]Pending, len(s.Recipients))}
+	at := make(map[string]int, len(s.Recipients))
+	for i, r := range s.Recipients {
+		at[r.RegistrationID] = i
+	}
+	for rows.Next() {
+		var (
+			reg     sql.NullString
+			session sql.NullInt64
+			p       pendingRow
+		)
+		if err := rows.Scan(append([]any{&reg, &session}, p.dest()...)...); err != nil {
+			return SendStarted{}, fmt.Errorf("start send: %w", err)
+		}
+		if !reg.Valid {
+			out.SessionFound, out.SessionExpiresAt = session.Valid, session.Int64
+			continue
+		}
+		i, ok := at[reg.String]
+		if !ok {
+			return SendStarted{}, fmt.Errorf("start send: unexpected registration in the answer")
+		}
+		out.Added[i], out.Pending[i] = true, p.pending()
+	}
+	if err := rows.Err(); err != nil {
+		return SendStarted{}, fmt.Errorf("start send: %w", err)
+	}
+	if s.TokenHash == "" {
+		out.SessionFound, out.SessionExpiresAt = false, 0
+	}
+	return out, nil
+}
+
+// startSendStmt is the statements of StartSend in one, on PostgreSQL: the
+// session read, [Tx.InsertEvent]'s and [Tx.AddRecipient]'s for every
+// recipient of s (they share their event, host, kind and fence, as the
+// recipients of one send do), with the same checks. It returns one row with
+// a NULL registration id and the session's expiry (NULL when there is no
+// such session, or s has no TokenHash), and a row for each recipient
+// recorded, led by its registration id, with the event's deadline and the
+// open batch and cancellable count AddRecipient reads.
+//
+// Every part of one statement reads the database as it was when the
+// statement began, so the recipients cannot look the new event up in
+// push_events: "event" is the row the insert returned, or else the one
+// stored before (at most one of the two exists, the insert being ON
+// CONFLICT DO NOTHING under the host lock). The registrations are an array,
+// so the statement's text, and its prepared plan, do not depend on their
+// number.
+func startSendStmt(s SendStart, now int64) statement {
+	var fence Fence
+	if f := s.Recipients[0].Fence; f != nil {
+		fence = *f
+	}
+	regs := make([]string, len(s.Recipients))
+	for i, r := range s.Recipients {
+		regs[i] = r.RegistrationID
+	}
+	e := s.Event
+	return statement{op: "start send", query: `WITH session AS (
+			SELECT expires_at FROM push_sessions WHERE token_hash = $10 AND host_fingerprint = $3),
+		new_event AS (
+			INSERT INTO push_events (event_id, host_fingerprint, kind, fingerprint, created_at, expires_at)
+			SELECT $1, $3, $7, $8, CAST($2 AS BIGINT), CAST($11 AS BIGINT)
+			WHERE EXISTS (SELECT 1 FROM push_devices
+					WHERE registration_id = ANY(CAST($9 AS TEXT[])) AND host_fingerprint = $3
+						AND dead_at IS NULL)
+				AND (SELECT COUNT(*) FROM push_events
+					WHERE host_fingerprint = $3 AND kind = $7 AND created_at > $12) < $13
+			ON CONFLICT (event_id) DO NOTHING
+			RETURNING fingerprint, expires_at),
+		event AS (
+			SELECT fingerprint, expires_at FROM new_event
+			UNION ALL SELECT fingerprint, expires_at FROM push_events WHERE event_id = $1),
+		added AS (
+			INSERT INTO push_event_recipients (event_id, registration_id, created_at)
+			SELECT $1, u.reg, CAST($2 AS BIGINT) FROM unnest(CAST($9 AS TEXT[])) AS u(reg)
+			WHERE EXISTS (SELECT 1 FROM push_devices
+					WHERE registration_id = u.reg AND host_fingerprint = $3 AND dead_at IS NULL)
+				AND EXISTS (SELECT 1 FROM event WHERE fingerprint = $8 AND expires_at > $2)
+				AND NOT EXISTS (SELECT 1 FROM push_dismissed_events
+					WHERE host_fingerprint = $3 AND notification_epoch = $4 AND notification_id = $5
+						AND notification_seq >= $6)
+			ON CONFLICT (event_id, registration_id) DO NOTHING
+			RETURNING registration_id)
+		SELECT CAST(NULL AS TEXT), (SELECT expires_at FROM session), CAST(0 AS BIGINT),
+			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
+			CAST(NULL AS BIGINT), CAST(0 AS BIGINT)
+		UNION ALL
+		SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
+			o.batch_id, o.payload_json, o.members, o.due_at, o.expires_at,
+			CASE WHEN $7 = 'dismiss' THEN (SELECT COUNT(*) FROM push_delivery_batches
+				WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
+					AND kind = 'alert' AND lease_until <= $2) ELSE 0 END
+		FROM added a LEFT JOIN LATERAL (
+			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
+			WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
+				AND kind = 'alert' AND attempts = 0 AND due_at > $2 AND expires_at > $2
+			ORDER BY created_at DESC, batch_id DESC LIMIT 1) o ON TRUE`,
+		args: []any{e.ID, now, e.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(e.Kind),
+			e.Fingerprint, regs, s.TokenHash, e.Deadline, e.QuotaSince, e.Quota}}
 }
 
 // SendQuery is the second round trip of a send, made only when the first
