@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -49,52 +47,76 @@ func invalid(format string, args ...any) error {
 }
 
 // parseTop parses a whole request body: exactly one JSON object and nothing
-// after it but white space. It reads the body once, as the object's tokens,
-// rather than first copying it out as one value.
+// after it but white space. It reads the body once, in place.
 func parseTop(body []byte) (*object, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	o, err := readObject(dec, "body")
+	o, end, err := readObject(body, "body")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if skipSpace(body, end) != len(body) {
 		return nil, invalid("trailing data after the body")
 	}
 	return o, nil
 }
 
-// parseObject parses raw, which must be a JSON object, refusing duplicate keys.
+// parseObject parses raw, which must be a JSON object, refusing duplicate
+// keys. Like the json.Decoder it replaced, it ignores whatever follows the
+// object; every caller passes a value encoding/json or parseTop validated.
 func parseObject(raw json.RawMessage, what string) (*object, error) {
-	return readObject(json.NewDecoder(bytes.NewReader(raw)), what)
+	o, _, err := readObject(raw, what)
+	return o, err
 }
 
-// readObject reads one JSON object from dec, through its closing brace:
-// each key with its raw value, refusing duplicate keys.
-func readObject(dec *json.Decoder, what string) (*object, error) {
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, invalid("%s is not an object", what)
+// readObject reads the JSON object that starts b, after white space: each
+// key with its raw value, refusing duplicate keys. It returns the index just
+// past the closing brace. The raw values are b's own bytes, not copies: an
+// object lives only while its request is decoded.
+//
+// It gives the answers the json.Decoder it replaced gave, in the same order:
+// every value is validated before its key is looked up, so a malformed value
+// under a repeated key is malformed, not a repeat.
+func readObject(b []byte, what string) (*object, int, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, 0, invalid("%s is not an object", what)
 	}
 	o := &object{fields: make(map[string]json.RawMessage)}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, invalid("%s is malformed", what)
-		}
-		key := tok.(string) // object keys are always strings
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, invalid("%s is malformed", what)
-		}
-		if _, dup := o.fields[key]; dup {
-			return nil, invalid("%s repeats a key", what)
-		}
-		o.fields[key] = v
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		return o, i + 1, nil
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, invalid("%s is malformed", what)
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, 0, invalid("%s is malformed", what)
+		}
+		keyEnd := scanString(b, i)
+		start := skipColon(b, keyEnd)
+		if start < 0 {
+			return nil, 0, invalid("%s is malformed", what)
+		}
+		end := skipValue(b, start)
+		if end < 0 {
+			return nil, 0, invalid("%s is malformed", what)
+		}
+		// Keys are compared as encoding/json decodes them, escapes
+		// resolved; the key was validated, so it unquotes. A repeated key
+		// leaves the map's length as it was, which finds it with one hash
+		// of the key rather than a look-up and an insertion. The value's
+		// capacity is cut so that appending to it cannot overwrite the
+		// bytes after it.
+		key, _ := unquote(b[i:keyEnd])
+		n := len(o.fields)
+		if o.fields[key] = b[start:end:end]; len(o.fields) == n {
+			return nil, 0, invalid("%s repeats a key", what)
+		}
+		if i = skipSpace(b, end); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return o, i + 1, nil
+		}
+		return nil, 0, invalid("%s is malformed", what)
 	}
-	return o, nil
 }
 
 // take returns the raw value of key and whether it is present.
@@ -146,7 +168,7 @@ func (o *object) str(key string, required bool) (s string, present bool) {
 }
 
 // unquote returns the string the JSON value raw holds, and false when raw is
-// not a string. raw was read by a json.Decoder, so it is valid JSON. A
+// not a string. raw was read by readObject, so it is valid JSON. A
 // string with no escape and valid UTF-8 (the common form, and every long
 // paneKey's) is its bytes as they stand, without encoding/json scanning it
 // twice more; any other goes through json.Unmarshal, which also replaces
@@ -234,21 +256,43 @@ func (o *object) stringArray(key string) []string {
 		o.fail(invalid("%s is required", key))
 		return nil
 	}
-	var items []json.RawMessage
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+	if len(raw) == 0 || raw[0] != '[' {
 		o.fail(invalid("%s must be an array", key))
 		return nil
 	}
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		s, ok := unquote(it)
-		if !ok {
+	// The elements are walked in place rather than copied out by
+	// json.Unmarshal. raw was validated with its object, so anything but a
+	// string where an element starts is an element of another type, and the
+	// "must be an array" refusals in the loop are only for a raw that was
+	// not, as json.Unmarshal refused it. There are no more elements than
+	// commas plus one.
+	out := make([]string, 0, bytes.Count(raw, []byte{','})+1)
+	i := skipSpace(raw, 1)
+	if i < len(raw) && raw[i] == ']' {
+		return out
+	}
+	for {
+		if i >= len(raw) || raw[i] != '"' {
 			o.fail(invalid("%s must hold strings", key))
 			return nil
 		}
+		end := scanString(raw, i)
+		if end < 0 {
+			o.fail(invalid("%s must be an array", key))
+			return nil
+		}
+		s, _ := unquote(raw[i:end])
 		out = append(out, s)
+		switch i = skipSpace(raw, end); {
+		case i < len(raw) && raw[i] == ',':
+			i = skipSpace(raw, i+1)
+		case i < len(raw) && raw[i] == ']':
+			return out
+		default:
+			o.fail(invalid("%s must be an array", key))
+			return nil
+		}
 	}
-	return out
 }
 
 // UTF16Len returns the length of s as JavaScript counts it: UTF-16 code units.
