@@ -104,9 +104,9 @@ func sessionStmt(tokenHash, host string) statement {
 }
 
 // startSendOnce is StartSend on PostgreSQL, for a send that records: one
-// statement instead of three, which spares the database two statements'
-// protocol, plan and executor work per request (and the gateway their
-// encoding).
+// statement instead of three, so the gateway encodes and reads one (about
+// 7 µs of its CPU per request, BenchmarkSendAdmission) and the database
+// binds and plans one.
 func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendStarted, error) {
 	st := startSendStmt(s, now)
 	rows, err := t.r.query(ctx, st.query, st.args...)
