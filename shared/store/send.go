@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // SendStart is the first round trip of admitting one /v1/send under the
@@ -115,10 +116,6 @@ func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendSta
 	}
 	defer rows.Close()
 	out := SendStarted{Added: make([]bool, len(s.Recipients)), Pending: make([]Pending, len(s.Recipients))}
-	at := make(map[string]int, len(s.Recipients))
-	for i, r := range s.Recipients {
-		at[r.RegistrationID] = i
-	}
 	for rows.Next() {
 		var (
 			reg     sql.NullString
@@ -128,21 +125,21 @@ func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendSta
 		if err := rows.Scan(append([]any{&reg, &session}, p.dest()...)...); err != nil {
 			return SendStarted{}, fmt.Errorf("start send: %w", err)
 		}
-		if !reg.Valid {
-			out.SessionFound, out.SessionExpiresAt = session.Valid, session.Int64
+		if !reg.Valid { // the session's row
+			if s.TokenHash != "" {
+				out.SessionFound, out.SessionExpiresAt = session.Valid, session.Int64
+			}
 			continue
 		}
-		i, ok := at[reg.String]
-		if !ok {
-			return SendStarted{}, fmt.Errorf("start send: unexpected registration in the answer")
+		// At most 20 registrations: a look along them costs less than a map.
+		i := slices.IndexFunc(s.Recipients, func(r Recipient) bool { return r.RegistrationID == reg.String })
+		if i < 0 {
+			return SendStarted{}, errors.New("start send: unexpected registration in the answer")
 		}
 		out.Added[i], out.Pending[i] = true, p.pending()
 	}
 	if err := rows.Err(); err != nil {
 		return SendStarted{}, fmt.Errorf("start send: %w", err)
-	}
-	if s.TokenHash == "" {
-		out.SessionFound, out.SessionExpiresAt = false, 0
 	}
 	return out, nil
 }
