@@ -60,15 +60,12 @@ func SetSlotLockWait(s *Store, d time.Duration) {
 	}
 }
 
-// GroupLockQuery returns the text of the lock statement of a group whose
-// calls name hosts and batches.
-func GroupLockQuery(hosts, batches []string) string {
+// GroupLockQuery returns the text of the lock statement of a group of sends
+// by hosts.
+func GroupLockQuery(hosts []string) string {
 	var calls []*groupCall
 	for _, h := range hosts {
 		calls = append(calls, &groupCall{on: lockOn{host: h}})
-	}
-	for _, b := range batches {
-		calls = append(calls, &groupCall{on: lockOn{batch: b}})
 	}
 	return groupLocks(calls, "100ms")[0].query
 }

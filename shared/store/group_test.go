@@ -876,7 +876,7 @@ func TestGroupLockPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	query := store.GroupLockQuery([]string{"hostA", "hostB"}, nil)
+	query := store.GroupLockQuery([]string{"hostA", "hostB"})
 	// A small table, analyzed: the state of a fresh deployment's.
 	for _, q := range []string{
 		`INSERT INTO push_delivery_batches (batch_id, host_fingerprint, registration_id, kind, payload_json,
