@@ -1,0 +1,48 @@
+// Command pgcount counts the instructions PostgreSQL spends on one /v1/send
+// admission, with valgrind's callgrind: a count, not a time, so it is the
+// same from run to run (to about 0.02 %) on a machine whose timings move by
+// half, and a change of a few percent in what a send costs the database
+// shows in one run.
+//
+//	go run ./scripts/pgcount [-regs 1,5] [-in-window 299,10] [-sends 100,400]
+//
+// For each number of registrations and each number of the host's events in
+// its quota window, it starts a private PostgreSQL cluster under callgrind
+// (counting only the backends' PostgresMain, so no background process is
+// counted), admits enough sends to fill the window and then the first
+// -sends count more, one at a time, through shared/delivery's Admission at the
+// gateway's quota and with no coalescing window; then it does the same with
+// the second count. The difference of the two totals over the difference of
+// the counts is the instructions of one send, set-up, migrations and
+// connections cancelled out. A host kept at 299 events in its window is the
+// one BenchmarkSendAdmission measures; a host with 10 is a quieter one.
+//
+// It needs valgrind and PostgreSQL's server binaries (initdb, postgres,
+// pg_ctl; -pgbin, by default the newest /usr/lib/postgresql/*/bin). Run as
+// root, it runs the cluster as the postgres user. Each measurement is
+// printed as a human line and then as one line of JSON.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "pgcount:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "pgcount:", err)
+		os.Exit(1)
+	}
+}

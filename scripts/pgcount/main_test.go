@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestFlags(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"extra argument", []string{"now"}},
+		{"regs over the request cap", []string{"-regs", "21"}},
+		{"window at the quota", []string{"-in-window", "300"}},
+		{"one count of sends", []string{"-sends", "100"}},
+		{"decreasing counts", []string{"-sends", "400,100"}},
+		{"port out of range", []string{"-port", "0"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := run(context.Background(), tt.args, &out, &out); !errors.Is(err, errUsage) {
+				t.Errorf("run(%q) = %v, want a usage error", tt.args, err)
+			}
+		})
+	}
+}
+
+// TestCount runs a small count on a real cluster under callgrind: it needs
+// valgrind and PostgreSQL's server binaries, as the command does.
+func TestCount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL under valgrind twice")
+	}
+	if _, err := exec.LookPath("valgrind"); err != nil || newestPGBin() == "" {
+		t.Skip("needs valgrind and PostgreSQL's server binaries")
+	}
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), []string{"-regs", "2", "-in-window", "3", "-sends", "1,3", "-port", "5498"}, &out, &errs); err != nil {
+		t.Fatalf("run: %v\n%s", err, errs.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "pgcount regs=2 in-window=3 instructions/send=") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	var m struct {
+		InstructionsPerSend int64
+		Totals              [2]int64
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
+		t.Fatal(err)
+	}
+	// A send costs PostgreSQL hundreds of thousands of instructions; a count
+	// of nothing, or of the set-up alone, would not differ by that.
+	if m.InstructionsPerSend < 100_000 || m.Totals[0] <= 0 || m.Totals[1] <= m.Totals[0] {
+		t.Errorf("counted %+v", m)
+	}
+}

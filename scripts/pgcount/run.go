@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/delivery"
+	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/store"
+)
+
+// errUsage is returned for a flag out of range.
+var errUsage = errors.New("usage")
+
+// options are the command's flags.
+type options struct {
+	regs     []int
+	inWindow []int
+	sends    [2]int
+	pgbin    string
+	port     int
+}
+
+// run parses args and prints one measurement per -regs and -in-window.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	for _, tool := range []string{"valgrind", filepath.Join(o.pgbin, "initdb"), filepath.Join(o.pgbin, "postgres")} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("needs %s: %w", tool, err)
+		}
+	}
+	c, err := newCluster(ctx, o.pgbin, o.port, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.remove()
+	for _, regs := range o.regs {
+		for _, k := range o.inWindow {
+			var total [2]int64
+			for i, n := range o.sends {
+				if total[i], err = c.count(ctx, regs, k, n); err != nil {
+					return err
+				}
+			}
+			per := float64(total[1]-total[0]) / float64(o.sends[1]-o.sends[0])
+			fmt.Fprintf(stdout, "pgcount regs=%d in-window=%d instructions/send=%.0f (PostgreSQL's backends, runs of %d and %d sends)\n",
+				regs, k, per, o.sends[0], o.sends[1])
+			line, err := json.Marshal(map[string]any{"regs": regs, "inWindow": k, "instructionsPerSend": int64(per),
+				"sends": o.sends, "totals": total})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s\n", line)
+		}
+	}
+	return nil
+}
+
+// parse reads the flags.
+func parse(args []string, stdout io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("pgcount", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	regs, inWindow, sends := "1,5", "299,10", "100,400"
+	fs.StringVar(&regs, "regs", regs, "registrations per request, one measurement each (comma-separated)")
+	fs.StringVar(&inWindow, "in-window", inWindow, "the host's events in its quota window at each send, one measurement each (comma-separated)")
+	fs.StringVar(&sends, "sends", sends, "the two numbers of counted sends whose totals are compared")
+	fs.StringVar(&o.pgbin, "pgbin", newestPGBin(), "the directory of PostgreSQL's server binaries")
+	fs.IntVar(&o.port, "port", 5499, "the private cluster's port, on 127.0.0.1")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	var err error
+	if o.regs, err = ints(regs, 1, contract.MaxRegistrationIDs); err != nil {
+		return o, fmt.Errorf("%w: -regs: %w", errUsage, err)
+	}
+	if o.inWindow, err = ints(inWindow, 0, contract.AlertQuota-1); err != nil {
+		return o, fmt.Errorf("%w: -in-window: %w", errUsage, err)
+	}
+	n, err := ints(sends, 1, 100_000)
+	if err != nil || len(n) != 2 || n[0] >= n[1] {
+		return o, fmt.Errorf("%w: -sends wants two increasing counts, as 100,400", errUsage)
+	}
+	o.sends = [2]int{n[0], n[1]}
+	if o.port < 1 || o.port > 65535 {
+		return o, fmt.Errorf("%w: -port must be in 1..65535", errUsage)
+	}
+	return o, nil
+}
+
+// ints parses a comma-separated list of integers in lo..hi.
+func ints(s string, lo, hi int) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("%q: want integers in %d..%d", s, lo, hi)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// newestPGBin returns the newest /usr/lib/postgresql/*/bin, or "" when there
+// is none.
+func newestPGBin() string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int {
+		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(a)))
+		vb, _ := strconv.Atoi(filepath.Base(filepath.Dir(b)))
+		return va - vb
+	})
+	if len(dirs) == 0 {
+		return ""
+	}
+	return dirs[len(dirs)-1]
+}
+
+// cluster is a private PostgreSQL cluster in a temporary directory.
+type cluster struct {
+	pgbin, dir string
+	port       int
+	// as runs a command as the cluster's owner: itself, or through
+	// runuser as postgres when the command runs as root (PostgreSQL
+	// refuses to run as root).
+	as     func(ctx context.Context, name string, args ...string) *exec.Cmd
+	stderr io.Writer
+	runs   int
+}
+
+// newCluster creates a cluster (initdb) set for counting: no autovacuum,
+// no fsync.
+func newCluster(ctx context.Context, pgbin string, port int, stderr io.Writer) (*cluster, error) {
+	dir, err := os.MkdirTemp("", "pgcount-")
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{pgbin: pgbin, dir: dir, port: port, stderr: stderr, as: exec.CommandContext}
+	if u, err := user.Current(); err == nil && u.Uid == "0" {
+		owner, err := user.Lookup("postgres")
+		if err != nil {
+			c.remove()
+			return nil, fmt.Errorf("run as root, needs a postgres user: %w", err)
+		}
+		uid, _ := strconv.Atoi(owner.Uid)
+		gid, _ := strconv.Atoi(owner.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			c.remove()
+			return nil, err
+		}
+		c.as = func(ctx context.Context, name string, args ...string) *exec.Cmd {
+			return exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := c.as(ctx, filepath.Join(pgbin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres").CombinedOutput(); err != nil {
+		c.remove()
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	conf := fmt.Sprintf("\nport = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\n"+
+		"autovacuum = off\nfsync = off\nmax_wal_size = '16GB'\n", port, dir)
+	f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(conf)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		c.remove()
+		return nil, err
+	}
+	return c, nil
+}
+
+// remove deletes the cluster's directory.
+func (c *cluster) remove() { os.RemoveAll(c.dir) }
+
+// count starts the cluster under callgrind, admits k+1 sends and then n
+// more of regs registrations by one host with k events in its window, stops
+// the cluster and returns the instructions its backends ran.
+func (c *cluster) count(ctx context.Context, regs, k, n int) (int64, error) {
+	c.runs++
+	out := filepath.Join(c.dir, fmt.Sprintf("run%d", c.runs))
+	if err := c.as(ctx, "mkdir", out).Run(); err != nil {
+		return 0, err
+	}
+	data := filepath.Join(c.dir, "data")
+	server := c.as(ctx, "valgrind", "--tool=callgrind", "--trace-children=yes", "--collect-atstart=no",
+		"--toggle-collect=PostgresMain", "--callgrind-out-file="+filepath.Join(out, "%p.cg"),
+		filepath.Join(c.pgbin, "postgres"), "-D", data)
+	server.Stdout, server.Stderr = io.Discard, io.Discard
+	if err := server.Start(); err != nil {
+		return 0, err
+	}
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		err := c.as(context.WithoutCancel(ctx), filepath.Join(c.pgbin, "pg_ctl"), "-D", data, "stop", "-m", "fast", "-w").Run()
+		if werr := server.Wait(); err == nil && werr != nil {
+			err = fmt.Errorf("postgres under valgrind: %w", werr)
+		}
+		return err
+	}
+	defer stop()
+	url, err := c.createDatabase(ctx, fmt.Sprintf("run%d", c.runs))
+	if err != nil {
+		return 0, err
+	}
+	if err := c.sends(ctx, url, regs, k, n); err != nil {
+		return 0, err
+	}
+	if err := stop(); err != nil {
+		return 0, err
+	}
+	return totals(out)
+}
+
+// createDatabase waits for the server and creates the database name, so
+// that every run starts empty, and returns its URL.
+func (c *cluster) createDatabase(ctx context.Context, name string) (string, error) {
+	base := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/", c.port)
+	var err error
+	// Polling is the way across a process boundary: valgrind takes seconds
+	// to start the server.
+	for range 240 {
+		var conn *pgx.Conn
+		if conn, err = pgx.Connect(ctx, base+"postgres?sslmode=disable"); err == nil {
+			_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
+			conn.Close(ctx)
+			if err != nil {
+				return "", fmt.Errorf("create database: %w", err)
+			}
+			return base + name + "?sslmode=disable", nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return "", fmt.Errorf("the counted cluster did not answer: %w", err)
+}
+
+// sends admits k+1 sends and then n more through the empty database url
+// (store.Open migrates it), the clock moving between sends so that from the
+// (k+1)th on each finds k of the host's events in its window.
+func (c *cluster) sends(ctx context.Context, url string, regs, k, n int) error {
+	s, err := store.Open(ctx, store.Options{DatabaseURL: url, PoolMax: 4})
+	if err != nil {
+		return fmt.Errorf("open the counted cluster: %w", err)
+	}
+	defer s.Close()
+	clk := clock.NewManual(time.UnixMilli(1_800_000_000_000))
+	var ids []string
+	for i := range regs {
+		id, err := s.RegisterDevice(ctx, "host", contract.RegisterRequest{DeviceID: fmt.Sprintf("phone%d", i),
+			Platform: contract.PlatformAndroid, Token: fmt.Sprintf("%040d", i)}, clk.Now().UnixMilli())
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	const tokenHash = "token-hash"
+	if err := s.HostTx(ctx, "host", func(tx *store.Tx) error {
+		return tx.ReplaceSession(ctx, "host", tokenHash, 1<<62, clk.Now().UnixMilli())
+	}); err != nil {
+		return err
+	}
+	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: obs.NewCounters(nil),
+		Scheduler: nowhere{}})
+	if err != nil {
+		return err
+	}
+	// k events in the window (created_at > now − window) at every send:
+	// the sends are window/(k+1) apart.
+	step := contract.QuotaWindow / time.Duration(k+1)
+	for i := range k + 1 + n {
+		b := fmt.Appendf(nil, `{"v":1,"registrationIds":%s,"notification":{"notificationId":"task-%d",`+
+			`"notificationSeq":%d,"notificationEpoch":"3f1c2a9e-5b7d-4c1e-9a4f-1e2d3c4b5a69","source":"agent-task-complete",`+
+			`"agentState":"finished","title":"Refactor finished","body":"All green"}}`, quoted(ids), i, i)
+		req, err := contract.DecodeSendRequest(b)
+		if err != nil {
+			return err
+		}
+		res, err := a.SendAs(ctx, "host", tokenHash, req)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			if r.Status != contract.StatusQueued {
+				return fmt.Errorf("send %d: %s, want queued", i, r.Status)
+			}
+		}
+		clk.Advance(step)
+	}
+	return nil
+}
+
+// quoted returns ids as a JSON array.
+func quoted(ids []string) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// totals sums the instructions of every callgrind file in dir.
+func totals(dir string) (int64, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.cg*"))
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, name := range files {
+		n, err := fileTotal(name)
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	if sum == 0 {
+		return 0, fmt.Errorf("no instructions counted in %s", dir)
+	}
+	return sum, nil
+}
+
+// fileTotal reads the "totals:" (or "summary:") line of a callgrind file.
+func fileTotal(name string) (int64, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, p := range []string{"totals:", "summary:"} {
+			if rest, ok := strings.CutPrefix(line, p); ok {
+				return strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			}
+		}
+	}
+	return 0, sc.Err()
+}
+
+// nowhere is a scheduler that hands nothing over: only admission is
+// counted.
+type nowhere struct{}
+
+// Schedule does nothing.
+func (nowhere) Schedule(context.Context, string, time.Time, string) error { return nil }
