@@ -1,6 +1,6 @@
 // Command pgcount counts the instructions PostgreSQL spends on one /v1/send
 // admission, with valgrind's callgrind: a count, not a time, so it is the
-// same from run to run (to about 0.02 %) on a machine whose timings move by
+// same from run to run (to about 0.2 %) on a machine whose timings move by
 // half, and a change of a few percent in what a send costs the database
 // shows in one run.
 //
