@@ -146,7 +146,8 @@ type cluster struct {
 	// as runs a command as the cluster's owner: itself, or through
 	// runuser as postgres when the command runs as root (PostgreSQL
 	// refuses to run as root).
-	as     func(ctx context.Context, name string, args ...string) *exec.Cmd
+	as func(ctx context.Context, name string, args ...string) *exec.Cmd
+	// stderr receives a line as each run starts; runs counts them.
 	stderr io.Writer
 	runs   int
 }
@@ -204,6 +205,8 @@ func (c *cluster) remove() { os.RemoveAll(c.dir) }
 // the cluster and returns the instructions its backends ran.
 func (c *cluster) count(ctx context.Context, regs, k, n int) (int64, error) {
 	c.runs++
+	fmt.Fprintf(c.stderr, "pgcount: run %d: %d registrations per send, %d events in the window, %d+%d sends\n",
+		c.runs, regs, k, k+1, n)
 	out := filepath.Join(c.dir, fmt.Sprintf("run%d", c.runs))
 	if err := c.as(ctx, "mkdir", out).Run(); err != nil {
 		return 0, err
