@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,7 +189,7 @@ func TestOpenLoopShowsStall(t *testing.T) {
 	f := mustEmulator(t, "ORCA_PUSH_COALESCE_MS="+coalesceMs)
 	f.arm(10+8, stall, 0) // the 8th measured send, after 10 of warm-up
 	out := mustRun(t, "open", "-gateway", f.origin(), "-rate", "40", "-duration", "2s", "-warmup", "250ms", "-regs", "1",
-		"-max-inflight", "2", "-deliveries=false", "-hosts", "4")
+		"-max-inflight", "2", "-deliveries=false", "-hosts", "4", "-timeline")
 	if len(out.open) != 1 {
 		t.Fatalf("open reports = %d, want 1", len(out.open))
 	}
@@ -196,6 +197,12 @@ func TestOpenLoopShowsStall(t *testing.T) {
 	if open.Requests != 80 || open.OK != 80 || open.Latency.Max < ms || open.Latency.P90 < ms/2 {
 		t.Errorf("open loop through a %v stall: %d requests, %d ok, latency %+v; want 80 ok, max ≥ %v ms, p90 ≥ %v ms",
 			stall, open.Requests, open.OK, open.Latency, ms, ms/2)
+	}
+	// The timeline puts the stall in the first second, where the stalled
+	// request was due, and counts every request in one second or the other.
+	if tl := open.Timeline; len(tl) != 2 || tl[0].Requests+tl[1].Requests != 80 || tl[0].Latency.Max < ms ||
+		!slices.ContainsFunc(out.human, func(l string) bool { return strings.HasPrefix(l, "open regs=1 second=1 requests=40 ") }) {
+		t.Errorf("timeline %+v, human lines %q: want two seconds of 40 requests, the first with max ≥ %v ms", tl, out.human, ms)
 	}
 	if openHeld, _ := f.counts(); openHeld != 2 {
 		t.Errorf("sends the open loop made during the stall = %d, want 2 (its max-inflight)", openHeld)
@@ -316,5 +323,26 @@ func TestRank(t *testing.T) {
 	}
 	if got := summarize(nil); got != (latency{}) {
 		t.Errorf("summarize(nil) = %+v, want zeros", got)
+	}
+}
+
+// TestBySecond puts each record in the second of the schedule it was due
+// in, at a rate that does not divide a second, and tallies each second.
+func TestBySecond(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	var recs []record
+	for j := range 6 {
+		r := record{start: t0, done: t0.Add(time.Duration(j+1) * time.Millisecond)}
+		if j == 4 {
+			r.fail = "http_500"
+		}
+		recs = append(recs, r)
+	}
+	var got [][2]int
+	for _, s := range bySecond(recs, 2.5) { // due at 0, 0.4, 0.8, 1.2, 1.6 and 2.0 s
+		got = append(got, [2]int{s.Requests, s.OK})
+	}
+	if want := [][2]int{{3, 3}, {2, 1}, {1, 1}}; !slices.Equal(got, want) {
+		t.Errorf("bySecond requests, ok = %v, want %v", got, want)
 	}
 }

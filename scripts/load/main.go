@@ -15,7 +15,8 @@
 // waited behind it rather than sending fewer requests (a closed loop's
 // coordinated omission). It reports the achieved rate, p50, p90, p99, p99.9
 // and max, and every request that failed or had a registration answered
-// other than queued as an error.
+// other than queued as an error; with -timeline, also each second of the
+// measurement by the requests due in it.
 //
 // lone sends alerts one at a time per host, each after the previous one's
 // coalescing window, and reports from the emulator's stand-in inbox how

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -29,12 +30,21 @@ type openReport struct {
 	// BusyAnswers counts the 503 answers during the measurement, warm-up
 	// included, each retried by hostclient after its Retry-After.
 	BusyAnswers int64 `json:"busyAnswers"`
+	// Timeline, with -timeline, sums up each second of the measurement by
+	// the requests due in it, so that a stall, a checkpoint or a burst of
+	// deliveries shows where it fell.
+	Timeline []stats `json:"timeline,omitempty"`
 }
 
 func (r openReport) human() string {
+	var b strings.Builder
+	for i, s := range r.Timeline {
+		fmt.Fprintf(&b, "\nopen regs=%d second=%d requests=%d errors=%d latency ms %s", r.Registrations, i, s.Requests,
+			s.errorCount(), s.Latency)
+	}
 	return fmt.Sprintf("open regs=%d hosts=%d offered=%.1f/s achieved=%.1f/s throughput=%.1f/s requests=%d errors=%d (%s) late=%d busy=%d latency ms %s",
 		r.Registrations, r.Hosts, r.OfferedRate, r.AchievedRate, r.Throughput, r.Requests, r.errorCount(), r.errorList(),
-		r.LateStarts, r.BusyAnswers, r.Latency)
+		r.LateStarts, r.BusyAnswers, r.Latency) + b.String()
 }
 
 // runOpen measures the open loop at o.rate once per -regs value, from one
@@ -105,6 +115,10 @@ func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (open
 	}
 	s, last := tally(recs[warm:])
 	from := at(warm)
+	var timeline []stats
+	if o.timeline {
+		timeline = bySecond(recs[warm:], o.rate)
+	}
 	return openReport{
 		Mode: "open", Registrations: k, Hosts: len(f.hosts), OfferedRate: o.rate, DurationS: o.duration.Seconds(),
 		stats: s,
@@ -112,6 +126,24 @@ func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (open
 		AchievedRate: perSecond(n-warm, began.Sub(from)+at(1).Sub(t0)),
 		Throughput:   perSecond(s.OK, max(o.duration, last.Sub(from))),
 		LateStarts:   late, MaxStartLagMs: float64(lag) / float64(time.Millisecond),
-		BusyAnswers: t.busy.Load() - busy,
+		BusyAnswers: t.busy.Load() - busy, Timeline: timeline,
 	}, nil
+}
+
+// bySecond sums up recs, record j due j/rate seconds after the first, one
+// second of that schedule at a time.
+func bySecond(recs []record, rate float64) []stats {
+	var buckets [][]record
+	for j, r := range recs {
+		sec := int(float64(j) / rate)
+		for len(buckets) <= sec {
+			buckets = append(buckets, nil)
+		}
+		buckets[sec] = append(buckets[sec], r)
+	}
+	out := make([]stats, len(buckets))
+	for i, b := range buckets {
+		out[i], _ = tally(b)
+	}
+	return out
 }

@@ -36,6 +36,7 @@ type options struct {
 	concurrency []int
 	maxInflight int
 	deliveries  bool
+	timeline    bool
 	alerts      int
 	window      time.Duration
 }
@@ -108,6 +109,7 @@ func parse(mode string, args []string, getenv func(string) string, stdout io.Wri
 	}
 	if mode == "open" {
 		fs.Float64Var(&o.rate, "rate", 0, "requests started per second (required)")
+		fs.BoolVar(&o.timeline, "timeline", false, "also report each second of the measurement by the requests due in it")
 	}
 	if mode == "closed" {
 		fs.StringVar(&conc, "concurrency", conc, "workers, one measurement each (comma-separated)")
