@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -86,7 +87,7 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&inWindow, "in-window", inWindow, "the host's events in its quota window at each send, one measurement each (comma-separated)")
 	fs.StringVar(&sends, "sends", sends, "the two numbers of counted sends whose totals are compared")
 	fs.StringVar(&o.pgbin, "pgbin", newestPGBin(), "the directory of PostgreSQL's server binaries")
-	fs.IntVar(&o.port, "port", 5499, "the private cluster's port, on 127.0.0.1")
+	fs.IntVar(&o.port, "port", 0, "the private cluster's port, on 127.0.0.1 (0: a free one)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -105,8 +106,13 @@ func parse(args []string, stdout io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: -sends wants two increasing counts, as 100,400", errUsage)
 	}
 	o.sends = [2]int{n[0], n[1]}
-	if o.port < 1 || o.port > 65535 {
-		return o, fmt.Errorf("%w: -port must be in 1..65535", errUsage)
+	if o.port < 0 || o.port > 65535 {
+		return o, fmt.Errorf("%w: -port must be in 0..65535", errUsage)
+	}
+	if o.port == 0 {
+		if o.port, err = freePort(); err != nil {
+			return o, err
+		}
 	}
 	return o, nil
 }
@@ -122,6 +128,17 @@ func ints(s string, lo, hi int) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// freePort returns a port of 127.0.0.1 that nothing listened on a moment
+// ago: the cluster's, which PostgreSQL must be told by number.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // newestPGBin returns the newest /usr/lib/postgresql/*/bin, or "" when there
@@ -205,7 +222,7 @@ func (c *cluster) remove() { os.RemoveAll(c.dir) }
 // the cluster and returns the instructions its backends ran.
 func (c *cluster) count(ctx context.Context, regs, k, n int) (int64, error) {
 	c.runs++
-	fmt.Fprintf(c.stderr, "pgcount: run %d: %d registrations per send, %d events in the window, %d+%d sends\n",
+	fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d in-window=%d, %d sends to fill the window and %d counted\n",
 		c.runs, regs, k, k+1, n)
 	out := filepath.Join(c.dir, fmt.Sprintf("run%d", c.runs))
 	if err := c.as(ctx, "mkdir", out).Run(); err != nil {
@@ -297,7 +314,7 @@ func (c *cluster) sends(ctx context.Context, url string, regs, k, n int) error {
 		return err
 	}
 	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: obs.NewCounters(nil),
-		Scheduler: nowhere{}})
+		Scheduler: delivery.NopScheduler{}})
 	if err != nil {
 		return err
 	}
@@ -371,10 +388,3 @@ func fileTotal(name string) (int64, error) {
 	}
 	return 0, sc.Err()
 }
-
-// nowhere is a scheduler that hands nothing over: only admission is
-// counted.
-type nowhere struct{}
-
-// Schedule does nothing.
-func (nowhere) Schedule(context.Context, string, time.Time, string) error { return nil }

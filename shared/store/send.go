@@ -172,7 +172,22 @@ func startSendStmt(s SendStart, now int64) statement {
 		regs[i] = r.RegistrationID
 	}
 	e := s.Event
-	return statement{op: "start send", query: `WITH session AS (
+	query := startSendAlert
+	if e.Kind == contract.KindDismiss {
+		query = startSendDismiss
+	}
+	return statement{op: "start send", query: query,
+		args: []any{e.ID, now, e.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(e.Kind),
+			e.Fingerprint, regs, s.TokenHash, e.Deadline, e.QuotaSince, e.Quota}}
+}
+
+// The texts of startSendStmt: its common part, then each recipient's row.
+// For an alert the row carries the open batch it may join, for a dismissal
+// the count of the alert batches it may cancel. Each kind has a text of its
+// own, so that PostgreSQL starts no plan node the kind does not run: 2 to
+// 4 % of its instructions per send (scripts/pgcount).
+const (
+	startSendCommon = `WITH session AS (
 			SELECT expires_at FROM push_sessions WHERE token_hash = $10 AND host_fingerprint = $3),
 		new_event AS (
 			INSERT INTO push_events (event_id, host_fingerprint, kind, fingerprint, created_at, expires_at)
@@ -202,10 +217,21 @@ func startSendStmt(s SendStart, now int64) statement {
 			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
 			CAST(NULL AS BIGINT), CAST(0 AS BIGINT)
 		UNION ALL
-		` + pendingOf(e.Kind),
-		args: []any{e.ID, now, e.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(e.Kind),
-			e.Fingerprint, regs, s.TokenHash, e.Deadline, e.QuotaSince, e.Quota}}
-}
+		`
+	startSendAlert = startSendCommon + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
+			o.batch_id, o.payload_json, o.members, o.due_at, o.expires_at, CAST(0 AS BIGINT)
+		FROM added a LEFT JOIN LATERAL (
+			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
+			WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
+				AND kind = 'alert' AND attempts = 0 AND due_at > $2 AND expires_at > $2
+			ORDER BY created_at DESC, batch_id DESC LIMIT 1) o ON TRUE`
+	startSendDismiss = startSendCommon + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
+			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT),
+			(SELECT COUNT(*) FROM push_delivery_batches
+				WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
+					AND kind = 'alert' AND lease_until <= $2)
+		FROM added a`
+)
 
 // SendQuery is the second round trip of a send, made only when the first
 // left something to read: why some registrations got no recipient, the
@@ -287,27 +313,4 @@ func closeResults(res results, err error, op string) error {
 		return fmt.Errorf("%s: %w", op, cerr)
 	}
 	return err
-}
-
-// pendingOf is the last part of startSendStmt, each recipient's row: for an
-// alert with the open batch it may join, for a dismissal with the count of
-// the alert batches it may cancel. Each kind has a text of its own, so
-// that PostgreSQL starts no plan node the kind does not run: 2 to 4 % of
-// its instructions per send (scripts/pgcount).
-func pendingOf(kind contract.Kind) string {
-	if kind == contract.KindDismiss {
-		return `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
-			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT),
-			(SELECT COUNT(*) FROM push_delivery_batches
-				WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
-					AND kind = 'alert' AND lease_until <= $2)
-		FROM added a`
-	}
-	return `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
-			o.batch_id, o.payload_json, o.members, o.due_at, o.expires_at, CAST(0 AS BIGINT)
-		FROM added a LEFT JOIN LATERAL (
-			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
-			WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
-				AND kind = 'alert' AND attempts = 0 AND due_at > $2 AND expires_at > $2
-			ORDER BY created_at DESC, batch_id DESC LIMIT 1) o ON TRUE`
 }
