@@ -87,7 +87,7 @@ func (t *target) closedLoop(ctx context.Context, f *fleet, o options, k, c int) 
 	for w := range c {
 		wg.Go(func() {
 			for now := t.clock.Now(); now.Before(until) && ctx.Err() == nil; now = t.clock.Now() {
-				r := t.fire(ctx, f, k, o.timeout, now)
+				r := t.fire(ctx, f, f.take(), k, o.timeout, now)
 				if r.fail == errNoQuota {
 					truncated.Store(true)
 					return

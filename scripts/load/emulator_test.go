@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -27,6 +28,9 @@ import (
 //     503 busy, the gateway's own bytes, as if its answer were lost; a
 //     request answered so once is passed through when it comes again, so
 //     every request succeeds on its first retry.
+//
+// It also notes the lowest notificationSeq (the tool's request index) each
+// client IP, that is each host, sent.
 type front struct {
 	srv   *httptest.Server
 	proxy *httputil.ReverseProxy
@@ -39,8 +43,9 @@ type front struct {
 	stallUntil time.Time
 	held       int // sends that arrived during the stall
 	busyEvery  int
-	busy       int             // sends answered busy
-	busied     map[string]bool // their bodies
+	busy       int              // sends answered busy
+	busied     map[string]bool  // their bodies
+	first      map[string]int64 // by X-Forwarded-For
 }
 
 // origin is the front's origin, which the load tool is pointed at.
@@ -56,7 +61,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	req, _ := contract.DecodeSendRequest(body)
+	ip := r.Header.Get("X-Forwarded-For")
 	f.mu.Lock()
+	if seq, ok := f.first[ip]; !ok || req.Notification.Seq < seq {
+		f.first[ip] = req.Notification.Seq
+	}
 	f.sends++
 	now := time.Now()
 	if f.sends == f.stallAt {
@@ -87,7 +97,7 @@ func (f *front) arm(stallAt int, stall time.Duration, busyEvery int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sends, f.stallAt, f.stall, f.stallUntil, f.held = 0, stallAt, stall, time.Time{}, 0
-	f.busyEvery, f.busy, f.busied = busyEvery, 0, map[string]bool{}
+	f.busyEvery, f.busy, f.busied, f.first = busyEvery, 0, map[string]bool{}, map[string]int64{}
 }
 
 // counts returns the sends held by the stall and those answered busy.
@@ -102,7 +112,7 @@ func (f *front) counts() (held, busy int) {
 // ready line.
 func mustEmulator(t *testing.T, env ...string) *front {
 	t.Helper()
-	f := &front{busied: map[string]bool{}}
+	f := &front{busied: map[string]bool{}, first: map[string]int64{}}
 	f.srv = httptest.NewUnstartedServer(f)
 	p := emulatortest.Start(t, emulatortest.FreePort(), append([]string{"ORCA_PUSH_DATABASE_URL=",
 		"ORCA_PUSH_PUBLIC_URL=http://" + f.srv.Listener.Addr().String()}, env...), nil)
@@ -119,6 +129,14 @@ func mustEmulator(t *testing.T, env ...string) *front {
 	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// firsts returns the lowest notificationSeq each client IP sent since the
+// last arm.
+func (f *front) firsts() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.first)
 }
 
 // fault arms a stand-in fault (POST /_emulator/faults).

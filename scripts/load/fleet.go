@@ -73,7 +73,8 @@ type host struct {
 // load and its phones take turns.
 type fleet struct {
 	hosts []*host
-	next  atomic.Int64
+	// next is the index of the next request (take).
+	next atomic.Int64
 	// queued counts the registrations answered queued: the alerts the
 	// stand-ins should receive.
 	queued atomic.Int64
@@ -139,6 +140,16 @@ func (t *target) newHost(ctx context.Context, i, phones int) (*host, error) {
 	return h, nil
 }
 
+// take returns the index of the fleet's next request.
+func (f *fleet) take() int64 { return f.next.Add(1) - 1 }
+
+// joins returns when request j's host joins a load whose hosts are spread
+// over d from start: host h of n sends nothing due before start + d·h/n.
+func (f *fleet) joins(j int64, start time.Time, d time.Duration) time.Time {
+	n := int64(len(f.hosts))
+	return start.Add(time.Duration(float64(d) * float64(j%n) / float64(n)))
+}
+
 // errNoQuota is the outcome of a request the fleet had no host left for:
 // every host has started its alert quota.
 const errNoQuota = "no_quota_left"
@@ -151,10 +162,9 @@ type record struct {
 	fail        string
 }
 
-// fire sends the fleet's next request, one alert to k registrations of its
+// fire sends the fleet's request j, one alert to k registrations of its
 // host, with its own deadline, and records it from start.
-func (t *target) fire(ctx context.Context, f *fleet, k int, timeout time.Duration, start time.Time) record {
-	j := f.next.Add(1) - 1
+func (t *target) fire(ctx context.Context, f *fleet, j int64, k int, timeout time.Duration, start time.Time) record {
 	n := int64(len(f.hosts))
 	if j >= n*contract.AlertQuota {
 		return record{start: start, done: start, fail: errNoQuota}

@@ -108,17 +108,19 @@ func TestOpenLoop(t *testing.T) {
 	f.arm(0, 0, 7)
 	f.fault(t, `{"provider":"apns","token":"*","status":503,"reason":"ServiceUnavailable","times":2}`)
 	out := mustRun(t, "open", "-gateway", f.origin(), "-rate", "20", "-duration", "1s", "-warmup", "500ms", "-regs", "1,5",
-		"-hosts", "2")
+		"-hosts", "2", "-stagger", "0", "-timeline")
 	if len(out.open) != 2 {
 		t.Fatalf("open reports = %d, want 2", len(out.open))
 	}
 	var busy int64
+	inSecond := 0
 	for i, k := range []int{1, 5} {
 		r := out.open[i]
 		want := openReport{Mode: "open", Registrations: k, Hosts: 2, OfferedRate: 20, DurationS: 1,
 			stats: stats{Requests: 20, OK: 20, Errors: map[string]int{}}}
 		got := r
 		got.Latency, got.AchievedRate, got.Throughput, got.LateStarts, got.MaxStartLagMs, got.BusyAnswers = latency{}, 0, 0, 0, 0, 0
+		got.Timeline = nil
 		if diff := cmp.Diff(want, got, cmp.AllowUnexported(openReport{})); diff != "" {
 			t.Errorf("open report for %d registrations (-want +got):\n%s", k, diff)
 		}
@@ -126,10 +128,25 @@ func TestOpenLoop(t *testing.T) {
 			t.Errorf("achieved rate %v, throughput %v; want both > 0", r.AchievedRate, r.Throughput)
 		}
 		checkLatency(t, "open", r.Latency)
-		if !strings.HasPrefix(out.human[i], fmt.Sprintf("open regs=%d ", k)) {
-			t.Errorf("human line %q, want it to start with open regs=%d", out.human[i], k)
+		// Each report's line, then its one second's.
+		if h := out.human[2*i]; !strings.HasPrefix(h, fmt.Sprintf("open regs=%d hosts=", k)) {
+			t.Errorf("human line %q, want it to start with open regs=%d hosts=", h, k)
+		}
+		if h := out.human[2*i+1]; !strings.HasPrefix(h, fmt.Sprintf("open regs=%d second=0 requests=20 errors=0 provider=", k)) {
+			t.Errorf("human line %q, want the measured second of %d registrations with its provider requests", h, k)
 		}
 		busy += r.BusyAnswers
+		// The provider requests of the measured second: some (a batch is
+		// due every 250 ms), and fewer than the run's, whose warm-up and
+		// last windows' deliveries fall outside it.
+		if len(r.Timeline) != 1 || r.Timeline[0].ProviderRequests == 0 {
+			t.Errorf("timeline %+v, want one second with provider requests", r.Timeline)
+		} else {
+			inSecond += r.Timeline[0].ProviderRequests
+		}
+	}
+	if d := out.deliveries; len(d) == 1 && inSecond >= d[0].Accepted+d[0].Failed {
+		t.Errorf("provider requests in the measured seconds = %d, want fewer than the run's %d", inSecond, d[0].Accepted+d[0].Failed)
 	}
 	if _, answered := f.counts(); answered == 0 || busy != int64(answered) {
 		t.Errorf("busy answers seen by the tool = %d, answered by the front = %d; want equal and > 0", busy, answered)
@@ -189,7 +206,7 @@ func TestOpenLoopShowsStall(t *testing.T) {
 	f := mustEmulator(t, "ORCA_PUSH_COALESCE_MS="+coalesceMs)
 	f.arm(10+8, stall, 0) // the 8th measured send, after 10 of warm-up
 	out := mustRun(t, "open", "-gateway", f.origin(), "-rate", "40", "-duration", "2s", "-warmup", "250ms", "-regs", "1",
-		"-max-inflight", "2", "-deliveries=false", "-hosts", "4", "-timeline")
+		"-max-inflight", "2", "-deliveries=false", "-hosts", "4", "-timeline", "-stagger", "0")
 	if len(out.open) != 1 {
 		t.Fatalf("open reports = %d, want 1", len(out.open))
 	}
@@ -218,6 +235,45 @@ func TestOpenLoopShowsStall(t *testing.T) {
 	s := out.closed[0].Steps[0]
 	t.Logf("stall of %v: open loop p90 %.1f ms, %d started late; the closed loop sent 1 of %d requests into it, p90 %.1f ms",
 		stall, open.Latency.P90, open.LateStarts, s.Requests, s.Latency.P90)
+}
+
+// TestOpenLoopStaggersHosts: with -stagger, host h of n sends nothing due
+// before stagger·h/n, so the hosts' first alerts, and their registrations'
+// coalescing windows, are spread over the stagger; with -stagger 0 every
+// host sends in the first round. Request j, due at j/rate, goes to host
+// j mod n, and is the notificationSeq the front notes, so what is sent
+// follows from the schedule alone, whatever the timing.
+func TestOpenLoopStaggersHosts(t *testing.T) {
+	f := mustEmulator(t, "ORCA_PUSH_COALESCE_MS="+coalesceMs)
+	tests := []struct {
+		stagger string
+		// first[h] is host h's first request: at 40/s each is due 25 ms
+		// after the one before, host h joins at h·250 ms with 1 s.
+		first []int64
+	}{
+		{"1s", []int64{0, 13, 22, 31}},
+		{"0", []int64{0, 1, 2, 3}},
+	}
+	for _, tt := range tests {
+		f.arm(0, 0, 0)
+		out := mustRun(t, "open", "-gateway", f.origin(), "-rate", "40", "-duration", "500ms", "-warmup", "250ms",
+			"-regs", "1", "-hosts", "4", "-deliveries=false", "-stagger", tt.stagger)
+		var got []int64
+		firsts := f.firsts()
+		for h := range 4 {
+			seq, ok := firsts[fmt.Sprintf("198.18.0.%d", h)]
+			if !ok {
+				seq = -1
+			}
+			got = append(got, seq)
+		}
+		if !slices.Equal(got, tt.first) {
+			t.Errorf("-stagger %s: each host's first request = %v, want %v", tt.stagger, got, tt.first)
+		}
+		if r := out.open[0]; r.Requests != 20 || r.OK != 20 {
+			t.Errorf("-stagger %s: measured %d requests, %d ok; want 20 of 20", tt.stagger, r.Requests, r.OK)
+		}
+	}
 }
 
 // TestLone: each lone alert is delivered alone and measured from its
@@ -260,6 +316,8 @@ func TestUsage(t *testing.T) {
 		{"extra argument", []string{"closed", "now"}, errUsage},
 		{"too few hosts for the quota", []string{"open", "-rate", "10", "-duration", "60s", "-hosts", "1"}, errUsage},
 		{"too few hosts for the bucket", []string{"open", "-rate", "20", "-duration", "1s", "-hosts", "1"}, errUsage},
+		{"too few hosts for the stagger too", []string{"open", "-rate", "10", "-duration", "28s", "-warmup", "0s", "-stagger", "3s", "-regs", "1", "-hosts", "1"}, errUsage},
+		{"negative stagger", []string{"open", "-rate", "1", "-stagger", "-1s"}, errUsage},
 		{"help", []string{"-h"}, flag.ErrHelp},
 		{"mode help", []string{"open", "-h"}, flag.ErrHelp},
 	}

@@ -16,7 +16,11 @@
 // coordinated omission). It reports the achieved rate, p50, p90, p99, p99.9
 // and max, and every request that failed or had a registration answered
 // other than queued as an error; with -timeline, also each second of the
-// measurement by the requests due in it.
+// measurement by the requests due in it and the provider requests the
+// stand-ins received in it. Its hosts join over -stagger first (the
+// coalescing window by default), as a real fleet's desktops start at
+// different times, so that their phones' coalescing windows are not in
+// step.
 //
 // lone sends alerts one at a time per host, each after the previous one's
 // coalescing window, and reports from the emulator's stand-in inbox how

@@ -30,17 +30,28 @@ type openReport struct {
 	// BusyAnswers counts the 503 answers during the measurement, warm-up
 	// included, each retried by hostclient after its Retry-After.
 	BusyAnswers int64 `json:"busyAnswers"`
+	// StaggerS is how long the hosts took to join, before the warm-up
+	// (openLoop).
+	StaggerS float64 `json:"staggerS"`
 	// Timeline, with -timeline, sums up each second of the measurement by
 	// the requests due in it, so that a stall, a checkpoint or a burst of
 	// deliveries shows where it fell.
-	Timeline []stats `json:"timeline,omitempty"`
+	Timeline []second `json:"timeline,omitempty"`
+}
+
+// second is one second of the timeline: the requests due in it, and the
+// provider requests the emulator's stand-ins received in it, so that a
+// second's tail can be set beside the deliveries that ran in it.
+type second struct {
+	stats
+	ProviderRequests int `json:"providerRequests"`
 }
 
 func (r openReport) human() string {
 	var b strings.Builder
 	for i, s := range r.Timeline {
-		fmt.Fprintf(&b, "\nopen regs=%d second=%d requests=%d errors=%d latency ms %s", r.Registrations, i, s.Requests,
-			s.errorCount(), s.Latency)
+		fmt.Fprintf(&b, "\nopen regs=%d second=%d requests=%d errors=%d provider=%d latency ms %s", r.Registrations, i,
+			s.Requests, s.errorCount(), s.ProviderRequests, s.Latency)
 	}
 	return fmt.Sprintf("open regs=%d hosts=%d offered=%.1f/s achieved=%.1f/s throughput=%.1f/s requests=%d errors=%d (%s) late=%d busy=%d latency ms %s",
 		r.Registrations, r.Hosts, r.OfferedRate, r.AchievedRate, r.Throughput, r.Requests, r.errorCount(), r.errorList(),
@@ -65,12 +76,21 @@ func (t *target) runOpen(ctx context.Context, o options) error {
 }
 
 // openLoop starts request i at t0 + i/rate, each in its own goroutine,
-// whatever became of the earlier ones, and measures it from that time. The
-// first warm-up's worth are not measured. At most o.maxInflight run at
-// once: a request that finds them all running waits for one to end, and is
-// counted late.
+// whatever became of the earlier ones, and measures it from that time.
+//
+// The hosts join over o.stagger first, host h of n at t0 + stagger·h/n: a
+// request due before its host joined is not sent. A fleet of desktops does
+// not start in one moment, and if this one did, every registration's first
+// window would open together and, each window opening at the first alert
+// after the last one closed, the windows would stay in step: every batch
+// due at once, a burst of deliveries each window that no fleet of
+// independent desktops makes (-stagger 0 shows it). Then the warm-up's
+// requests are sent and not measured, then the measurement's. At most
+// o.maxInflight run at once: a request that finds them all running waits
+// for one to end, and is counted late.
 func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (openReport, error) {
-	warm := int(o.rate * o.warmup.Seconds())
+	ramp := int(o.rate * o.stagger.Seconds())
+	warm := ramp + int(o.rate*o.warmup.Seconds())
 	n := warm + int(o.rate*o.duration.Seconds())
 	recs := make([]record, n)
 	slots := make(chan struct{}, o.maxInflight)
@@ -80,7 +100,10 @@ func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (open
 	t0 := t.clock.Now()
 	at := func(i int) time.Time { return t0.Add(time.Duration(float64(i) / o.rate * float64(time.Second))) }
 	for i := range n {
-		due := at(i)
+		due, j := at(i), f.take()
+		if i < ramp && due.Before(f.joins(j, t0, o.stagger)) {
+			continue
+		}
 		if err := sleep(ctx, due.Sub(t.clock.Now())); err != nil {
 			break
 		}
@@ -106,7 +129,7 @@ func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (open
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			recs[i] = t.fire(ctx, f, k, o.timeout, due)
+			recs[i] = t.fire(ctx, f, j, k, o.timeout, due)
 		}()
 	}
 	wg.Wait()
@@ -115,9 +138,12 @@ func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (open
 	}
 	s, last := tally(recs[warm:])
 	from := at(warm)
-	var timeline []stats
+	var timeline []second
 	if o.timeline {
-		timeline = bySecond(recs[warm:], o.rate)
+		var err error
+		if timeline, err = t.timeline(ctx, recs[warm:], o.rate, from); err != nil {
+			return openReport{}, err
+		}
 	}
 	return openReport{
 		Mode: "open", Registrations: k, Hosts: len(f.hosts), OfferedRate: o.rate, DurationS: o.duration.Seconds(),
@@ -126,8 +152,31 @@ func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (open
 		AchievedRate: perSecond(n-warm, began.Sub(from)+at(1).Sub(t0)),
 		Throughput:   perSecond(s.OK, max(o.duration, last.Sub(from))),
 		LateStarts:   late, MaxStartLagMs: float64(lag) / float64(time.Millisecond),
-		BusyAnswers: t.busy.Load() - busy, Timeline: timeline,
+		BusyAnswers: t.busy.Load() - busy, StaggerS: o.stagger.Seconds(), Timeline: timeline,
 	}, nil
+}
+
+// timeline sums up recs one second of their schedule at a time (bySecond)
+// and counts the provider requests the stand-ins received in each second,
+// from the emulator's inbox: none when the gateway has no inbox. Every
+// request of the measurement has been answered, so each of its seconds has
+// passed.
+func (t *target) timeline(ctx context.Context, recs []record, rate float64, from time.Time) ([]second, error) {
+	secs := bySecond(recs, rate)
+	out := make([]second, len(secs))
+	for i, s := range secs {
+		out[i].stats = s
+	}
+	ds, _, err := t.inbox(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if ms := d.receivedAt - from.UnixMilli(); ms >= 0 && ms/1000 < int64(len(out)) {
+			out[ms/1000].ProviderRequests++
+		}
+	}
+	return out, nil
 }
 
 // bySecond sums up recs, record j due j/rate seconds after the first, one

@@ -32,6 +32,7 @@ type options struct {
 	hosts       int
 	duration    time.Duration
 	warmup      time.Duration
+	stagger     time.Duration
 	rate        float64
 	concurrency []int
 	maxInflight int
@@ -109,7 +110,8 @@ func parse(mode string, args []string, getenv func(string) string, stdout io.Wri
 	}
 	if mode == "open" {
 		fs.Float64Var(&o.rate, "rate", 0, "requests started per second (required)")
-		fs.BoolVar(&o.timeline, "timeline", false, "also report each second of the measurement by the requests due in it")
+		fs.BoolVar(&o.timeline, "timeline", false, "also report each second of the measurement by the requests due in it, and the provider requests the stand-ins received in it")
+		fs.DurationVar(&o.stagger, "stagger", cfg.Coalesce, "spread the hosts' first requests over this long before the warm-up, so that their coalescing windows are out of step as a real fleet's are (default: the emulator's window; 0: every host at once)")
 	}
 	if mode == "closed" {
 		fs.StringVar(&conc, "concurrency", conc, "workers, one measurement each (comma-separated)")
@@ -143,12 +145,12 @@ func check(mode string, o *options) error {
 		return bad("-rate must be in (0, 100000]")
 	case mode == "open" && o.rate*o.duration.Seconds() < 1:
 		return bad("-rate × -duration must make at least one request")
-	case mode != "lone" && (o.duration <= 0 || o.warmup < 0 || o.maxInflight < 1):
-		return bad("-duration must be positive, -warmup not negative, -max-inflight at least 1")
+	case mode != "lone" && (o.duration <= 0 || o.warmup < 0 || o.stagger < 0 || o.maxInflight < 1):
+		return bad("-duration must be positive, -warmup and -stagger not negative, -max-inflight at least 1")
 	case mode == "lone" && (o.alerts < 1 || o.alerts > 1000):
 		return bad("-alerts must be in 1..1000")
 	}
-	switch need := hostsFor(o.rate, o.rate*(o.warmup+o.duration).Seconds()*float64(len(o.regs))); {
+	switch need := hostsFor(o.rate, o.rate*(o.stagger+o.warmup+o.duration).Seconds()*float64(len(o.regs))); {
 	case o.hosts == 0 && mode == "lone":
 		o.hosts = 16
 	case o.hosts == 0 && mode == "closed":
