@@ -144,10 +144,17 @@ func (t *target) newHost(ctx context.Context, i, phones int) (*host, error) {
 func (f *fleet) take() int64 { return f.next.Add(1) - 1 }
 
 // joins returns when request j's host joins a load whose hosts are spread
-// over d from start: host h of n sends nothing due before start + d·h/n.
+// over d from start: host h sends nothing due before start + d·u(h), where
+// u(h) is the fractional part of h·(√5−1)/2, a sequence that covers [0, 1)
+// evenly for any number of hosts. The hosts join in that order, not in
+// the order of their turns, so that a host's first request, the first of
+// its turns after it joined, is as likely to fall early as late in a
+// window: joining in turn order bunches the first requests when a host's
+// turns are far apart (400 hosts at 400/s came in two clusters).
 func (f *fleet) joins(j int64, start time.Time, d time.Duration) time.Time {
-	n := int64(len(f.hosts))
-	return start.Add(time.Duration(float64(d) * float64(j%n) / float64(n)))
+	h := j % int64(len(f.hosts))
+	_, u := math.Modf(float64(h) * (math.Sqrt(5) - 1) / 2)
+	return start.Add(time.Duration(float64(d) * u))
 }
 
 // errNoQuota is the outcome of a request the fleet had no host left for:

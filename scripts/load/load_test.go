@@ -237,21 +237,24 @@ func TestOpenLoopShowsStall(t *testing.T) {
 		stall, open.Latency.P90, open.LateStarts, s.Requests, s.Latency.P90)
 }
 
-// TestOpenLoopStaggersHosts: with -stagger, host h of n sends nothing due
-// before stagger·h/n, so the hosts' first alerts, and their registrations'
-// coalescing windows, are spread over the stagger; with -stagger 0 every
-// host sends in the first round. Request j, due at j/rate, goes to host
-// j mod n, and is the notificationSeq the front notes, so what is sent
-// follows from the schedule alone, whatever the timing.
+// TestOpenLoopStaggersHosts: with -stagger, host h sends nothing due before
+// stagger·u(h), u(h) the fractional part of h·0.618…, so the hosts' first
+// alerts, and their registrations' coalescing windows, are spread over the
+// stagger; with -stagger 0 every host sends in the first round. Request j,
+// due at j/rate, goes to host j mod n, and is the notificationSeq the front
+// notes, so what is sent follows from the schedule alone, whatever the
+// timing.
 func TestOpenLoopStaggersHosts(t *testing.T) {
 	f := mustEmulator(t, "ORCA_PUSH_COALESCE_MS="+coalesceMs)
 	tests := []struct {
 		stagger string
 		// first[h] is host h's first request: at 40/s each is due 25 ms
-		// after the one before, host h joins at h·250 ms with 1 s.
+		// after the one before; with 1 s, hosts 0 to 3 join at 0, 618,
+		// 236 and 854 ms, so their first requests are due at 0, 625, 250
+		// and 875 ms.
 		first []int64
 	}{
-		{"1s", []int64{0, 13, 22, 31}},
+		{"1s", []int64{0, 25, 10, 35}},
 		{"0", []int64{0, 1, 2, 3}},
 	}
 	for _, tt := range tests {
