@@ -78,8 +78,8 @@ func (t *target) runOpen(ctx context.Context, o options) error {
 // openLoop starts request i at t0 + i/rate, each in its own goroutine,
 // whatever became of the earlier ones, and measures it from that time.
 //
-// The hosts join over o.stagger first, host h of n at t0 + stagger·h/n: a
-// request due before its host joined is not sent. A fleet of desktops does
+// The hosts join over o.stagger first (fleet.joins): a request due before
+// its host joined is not sent. A fleet of desktops does
 // not start in one moment, and if this one did, every registration's first
 // window would open together and, each window opening at the first alert
 // after the last one closed, the windows would stay in step: every batch
