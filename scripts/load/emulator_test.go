@@ -61,10 +61,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	req, _ := contract.DecodeSendRequest(body)
+	req, err := contract.DecodeSendRequest(body)
 	ip := r.Header.Get("X-Forwarded-For")
 	f.mu.Lock()
-	if seq, ok := f.first[ip]; !ok || req.Notification.Seq < seq {
+	if seq, ok := f.first[ip]; err == nil && (!ok || req.Notification.Seq < seq) {
 		f.first[ip] = req.Notification.Seq
 	}
 	f.sends++

@@ -152,10 +152,13 @@ func (f *fleet) take() int64 { return f.next.Add(1) - 1 }
 // window: joining in turn order bunches the first requests when a host's
 // turns are far apart (400 hosts at 400/s came in two clusters).
 func (f *fleet) joins(j int64, start time.Time, d time.Duration) time.Time {
-	h := j % int64(len(f.hosts))
-	_, u := math.Modf(float64(h) * (math.Sqrt(5) - 1) / 2)
+	_, u := math.Modf(float64(j%int64(len(f.hosts))) * goldenFraction)
 	return start.Add(time.Duration(float64(d) * u))
 }
+
+// goldenFraction is (√5−1)/2: the multiples of it, modulo 1, spread evenly
+// over [0, 1) however many are taken (fleet.joins).
+const goldenFraction = 0.6180339887498949
 
 // errNoQuota is the outcome of a request the fleet had no host left for:
 // every host has started its alert quota.

@@ -273,8 +273,13 @@ func TestOpenLoopStaggersHosts(t *testing.T) {
 		if !slices.Equal(got, tt.first) {
 			t.Errorf("-stagger %s: each host's first request = %v, want %v", tt.stagger, got, tt.first)
 		}
-		if r := out.open[0]; r.Requests != 20 || r.OK != 20 {
-			t.Errorf("-stagger %s: measured %d requests, %d ok; want 20 of 20", tt.stagger, r.Requests, r.OK)
+		stagger, err := time.ParseDuration(tt.stagger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := out.open[0]; r.Requests != 20 || r.OK != 20 || r.StaggerS != stagger.Seconds() {
+			t.Errorf("-stagger %s: measured %d requests, %d ok, staggerS %v; want 20 of 20 and %v", tt.stagger, r.Requests,
+				r.OK, r.StaggerS, stagger.Seconds())
 		}
 	}
 }

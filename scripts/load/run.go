@@ -111,7 +111,7 @@ func parse(mode string, args []string, getenv func(string) string, stdout io.Wri
 	if mode == "open" {
 		fs.Float64Var(&o.rate, "rate", 0, "requests started per second (required)")
 		fs.BoolVar(&o.timeline, "timeline", false, "also report each second of the measurement by the requests due in it, and the provider requests the stand-ins received in it")
-		fs.DurationVar(&o.stagger, "stagger", cfg.Coalesce, "spread the hosts' first requests over this long before the warm-up, so that their coalescing windows are out of step as a real fleet's are (default: the emulator's window; 0: every host at once)")
+		fs.DurationVar(&o.stagger, "stagger", cfg.Coalesce, "spread the hosts' first requests over this long before the warm-up, so that their coalescing windows are out of step as a real fleet's are; 0: every host at once (the default is the emulator's window)")
 	}
 	if mode == "closed" {
 		fs.StringVar(&conc, "concurrency", conc, "workers, one measurement each (comma-separated)")

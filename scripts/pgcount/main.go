@@ -16,8 +16,9 @@
 // the counts is the instructions of one send, set-up, migrations and
 // connections cancelled out. Keep the first count in the hundreds: runs of a
 // few sends read differently (10 and 30 sends: 0.66 M instructions where 100
-// and 400 give 0.71 M), likely from PostgreSQL's first plans and cold caches. A host kept at 299 events in its window is the
-// one BenchmarkSendAdmission measures; a host with 10 is a quieter one.
+// and 400 give 0.71 M), likely from PostgreSQL's first plans and cold
+// caches. A host kept at 299 events in its window is the one
+// BenchmarkSendAdmission measures; a host with 10 is a quieter one.
 //
 // It needs valgrind and PostgreSQL's server binaries (initdb, postgres,
 // pg_ctl; -pgbin, by default the newest /usr/lib/postgresql/*/bin). Run as
