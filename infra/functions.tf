@@ -8,6 +8,7 @@ locals {
     "host-session"   = { entry_point = "HostSession", public = true }
     "devices"        = { entry_point = "Devices", public = true }
     "send"           = { entry_point = "Send", public = true }
+    "receipts"       = { entry_point = "Receipts", public = true }
     # Called only by Cloud Tasks (OIDC as the tasks service account).
     "deliver" = { entry_point = "Deliver", public = false }
     # Called only by Cloud Scheduler every minute (OIDC as the scheduler service account).

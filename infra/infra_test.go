@@ -145,10 +145,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// The six functions of design.md and their functions-framework entry points.
+// The seven functions of design.md and their functions-framework entry points.
 var wantFunctions = map[string]string{
 	"host-challenge": "HostChallenge", "host-session": "HostSession", "devices": "Devices", "send": "Send",
-	"deliver": "Deliver", "sweep": "Sweep",
+	"receipts": "Receipts", "deliver": "Deliver", "sweep": "Sweep",
 }
 
 func TestProviderPinnedAndTerraformVersion(t *testing.T) {

@@ -13,6 +13,7 @@ locals {
     "/v1/devices"        = "devices"
     "/v1/devices/*"      = "devices"
     "/v1/send"           = "send"
+    "/v1/receipts"       = "receipts"
   }
 }
 

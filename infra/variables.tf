@@ -37,7 +37,7 @@ variable "bootstrap_source_object" {
 }
 
 variable "public_min_instances" {
-  description = "Minimum instances of each public function (host-challenge, host-session, devices, send)."
+  description = "Minimum instances of each public function (host-challenge, host-session, devices, send, receipts)."
   type        = number
 }
 

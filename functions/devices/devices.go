@@ -74,7 +74,7 @@ func remove(s *service.Service, w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Store.DeleteDevice(r.Context(), httpx.Host(r.Context()), id); err != nil {
+	if err := s.Store.DeleteDevice(r.Context(), httpx.Host(r.Context()), id, s.Clock.Now().UnixMilli()); err != nil {
 		return err
 	}
 	s.Counters.Inc(obs.DeviceDeleted)

@@ -10,6 +10,7 @@ import (
 	"onorca.dev/push/functions/devices"
 	"onorca.dev/push/functions/hostchallenge"
 	"onorca.dev/push/functions/hostsession"
+	"onorca.dev/push/functions/receipts"
 	"onorca.dev/push/functions/send"
 	"onorca.dev/push/shared/service"
 )
@@ -25,6 +26,7 @@ func Public(s *service.Service) *http.ServeMux {
 	mux.Handle("/v1/devices", dev)
 	mux.Handle("/v1/devices/", dev)
 	mux.Handle("/v1/send", send.Handler(s))
+	mux.Handle("/v1/receipts", receipts.Handler(s))
 	mux.Handle("/health", challenge)
 	mux.Handle("/ready", challenge)
 	return mux

@@ -56,9 +56,9 @@ run "wiring" {
   assert {
     condition = { for k, f in google_cloudfunctions2_function.fn : k => f.build_config[0].entry_point } == {
       "host-challenge" = "HostChallenge", "host-session" = "HostSession", "devices" = "Devices",
-      "send"           = "Send", "deliver" = "Deliver", "sweep" = "Sweep"
+      "send"           = "Send", "receipts" = "Receipts", "deliver" = "Deliver", "sweep" = "Sweep"
     }
-    error_message = "the functions and their entry points must be exactly the six of design.md"
+    error_message = "the functions and their entry points must be exactly the seven of design.md"
   }
 
   assert {
@@ -68,13 +68,13 @@ run "wiring" {
   }
 
   assert {
-    condition = alltrue([for k in ["host-challenge", "host-session", "devices", "send"] :
+    condition = alltrue([for k in ["host-challenge", "host-session", "devices", "send", "receipts"] :
     google_cloudfunctions2_function.fn[k].service_config[0].ingress_settings == "ALLOW_INTERNAL_AND_GCLB"])
     error_message = "public functions must only be reachable through the load balancer (ORCA_PUSH_TRUSTED_PROXY_HOPS=1 relies on it)"
   }
 
   assert {
-    condition = alltrue([for k in ["host-challenge", "host-session", "devices", "send"] :
+    condition = alltrue([for k in ["host-challenge", "host-session", "devices", "send", "receipts"] :
       google_cloudfunctions2_function.fn[k].service_config[0].min_instance_count == 1 &&
       google_cloudfunctions2_function.fn[k].service_config[0].max_instance_count == 2 &&
     google_cloudfunctions2_function.fn[k].service_config[0].max_instance_request_concurrency == 80])
@@ -208,6 +208,7 @@ run "wiring" {
       "/v1/devices"        = google_compute_backend_service.public["devices"].id
       "/v1/devices/*"      = google_compute_backend_service.public["devices"].id
       "/v1/send"           = google_compute_backend_service.public["send"].id
+      "/v1/receipts"       = google_compute_backend_service.public["receipts"].id
     }
     error_message = "the URL map must route every contract path to its function"
   }

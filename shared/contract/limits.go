@@ -82,6 +82,9 @@ const (
 	// MaxRegistrationIDs is the /v1/send cap, counted before duplicates are
 	// removed.
 	MaxRegistrationIDs = 20
+	// MaxReceiptEvents bounds the events of one POST /v1/receipts (issue
+	// "delivery receipts": 1..20, as a send's registrations).
+	MaxReceiptEvents = 20
 	// MaxNotificationID is the notificationId limit (printable ASCII).
 	MaxNotificationID = 2048
 	// MaxWorktreeID is the worktreeId limit, in UTF-16 code units.

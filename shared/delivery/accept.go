@@ -3,6 +3,8 @@ package delivery
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
 )
@@ -46,9 +48,12 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 		ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, RegistrationIDs: regs,
 		Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
 	}}
+	// Each recipient is recorded with the batch it opens unless it joins
+	// one (coalesceAlert): the one its receipt follows.
 	for _, reg := range regs {
 		start.Recipients = append(start.Recipients, store.Recipient{EventID: ev.id, RegistrationID: reg,
-			Host: ev.host, Fingerprint: ev.fingerprint, Kind: ev.kind, Fence: ev.fenceOf()})
+			Host: ev.host, Fingerprint: ev.fingerprint, Kind: ev.kind, Fence: ev.fenceOf(),
+			BatchID: uuid.NewString()})
 	}
 	st, err := tx.StartSend(ctx, start, now)
 	if err != nil {
@@ -74,33 +79,41 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	if err != nil {
 		return err
 	}
-	return a.place(ctx, tx, ev, regs, st, facts, added, now, out)
+	return a.place(ctx, tx, ev, start.Recipients, st, facts, added, now, out)
 }
 
 // place gives each registration its status and, when it got a recipient,
 // puts the notification in its batches (coalesceAlert, dismiss); then it
-// inserts every batch opened, in one statement.
-func (a *Admission) place(ctx context.Context, tx *store.Tx, ev *event, regs []string, st store.SendStarted,
-	facts store.SendFacts, added func(int) bool, now int64, out *outcome) error {
+// inserts every batch opened, in one statement. An alert answered queued
+// because a dismissal fence covers it is recorded as a dismissed recipient,
+// so that its receipt says so.
+func (a *Admission) place(ctx context.Context, tx *store.Tx, ev *event, recipients []store.Recipient,
+	st store.SendStarted, facts store.SendFacts, added func(int) bool, now int64, out *outcome) error {
 	checked, cancellable := 0, 0
-	for i, reg := range regs {
+	for i, r := range recipients {
+		reg := r.RegistrationID
 		if !added(i) {
-			out.statuses[i] = refusal(facts.Checks[checked], ev, now)
+			c := facts.Checks[checked]
 			checked++
+			if out.statuses[i] = refusal(c, ev, now); out.statuses[i] == contract.StatusQueued && !c.Recorded {
+				if err := tx.AddDismissedRecipient(ctx, ev.id, reg, now); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		out.statuses[i] = contract.StatusQueued
 		p := st.Pending[i]
 		var err error
 		if ev.kind == contract.KindAlert {
-			err = a.coalesceAlert(ctx, tx, ev, reg, p.Open, p.Deadline, now, out)
+			err = a.coalesceAlert(ctx, tx, ev, r, p.Open, p.Deadline, now, out)
 		} else {
 			var batches []store.BatchPayload
 			if p.Cancellable > 0 {
 				batches = facts.Cancellable[cancellable]
 				cancellable++
 			}
-			err = a.dismiss(ctx, tx, ev, reg, batches, facts.FenceSeq, p.Deadline, now, out)
+			err = a.dismiss(ctx, tx, ev, r, batches, facts.FenceSeq, p.Deadline, now, out)
 		}
 		if err != nil {
 			return err

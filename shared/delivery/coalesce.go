@@ -21,7 +21,10 @@ import (
 // now, which nothing joins either: a batch is joinable only while its due
 // time is after now (store.OpenBatch), also with a window of 0 and a clock
 // that has not moved.
-func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, reg string,
+//
+// The recipient r was recorded with the batch it opens; when it joins the
+// open batch instead, it moves there.
+func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, r store.Recipient,
 	open store.OpenBatch, deadline, now int64, out *outcome) error {
 	window := a.coalesce
 	if ev.n.Sealed() {
@@ -33,7 +36,10 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 			return err
 		}
 		if ok {
-			return tx.JoinBatch(ctx, open.ID, payload, members, min(open.ExpiresAt, deadline))
+			if err := tx.JoinBatch(ctx, open.ID, payload, members, min(open.ExpiresAt, deadline)); err != nil {
+				return err
+			}
+			return tx.MoveRecipient(ctx, ev.id, r.RegistrationID, open.ID)
 		}
 		if err := tx.MakeDue(ctx, open.ID, now); err != nil {
 			return err
@@ -42,7 +48,7 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 	}
 	dueAt := dueTime(now, window, deadline)
 	out.open(store.NewBatch{
-		Host: ev.host, RegistrationID: reg, Kind: contract.KindAlert,
+		ID: r.BatchID, Host: ev.host, RegistrationID: r.RegistrationID, Kind: contract.KindAlert,
 		Payload: singlePayload(ev.item), Members: 1,
 		DueAt: dueAt, ExpiresAt: deadline,
 	})

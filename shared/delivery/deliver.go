@@ -68,8 +68,9 @@ func NewDeliverer(o DelivererOptions) (*Deliverer, error) {
 // requests first.
 func (d *Deliverer) Halt() { d.halt() }
 
-// registrationUnavailable is the reason a batch ends without a provider call
-// when its registration was deleted or marked dead (reference-behaviour §6).
+// registrationUnavailable is the reason a batch ends dead without a provider
+// call when its registration was marked dead (reference-behaviour §6). One
+// whose registration was deleted ends dropped instead, as its receipts say.
 const registrationUnavailable = "registration_unavailable"
 
 // claimed is a batch this call holds the lease of.
@@ -93,7 +94,13 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 		return err
 	}
 	dev := c.device
-	if dev.RegistrationID == "" || dev.Dead {
+	switch {
+	case dev.RegistrationID == "":
+		// Deleted while the batch was in flight (DeleteDevice drops the
+		// others at once).
+		d.counters.Inc(obs.DeliveryDropped)
+		return d.finish(ctx, c, store.BatchDropped, "")
+	case dev.Dead:
 		return d.finish(ctx, c, store.BatchDead, registrationUnavailable)
 	}
 	if c.attempts > 1 {
@@ -173,13 +180,13 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 	if c.members, err = decodeMembers(b.ID, b.Payload); err != nil {
 		return nil, err
 	}
-	kept := withoutFenced(c.members, cl.Fences)
+	kept, gone := withoutFenced(b.Host, c.members, cl.Fences)
 	switch {
 	case len(kept) == 0:
 		return nil, d.finish(ctx, c, store.BatchDismissed, "")
-	case len(kept) < len(c.members):
+	case len(gone) > 0:
 		payload := string(contract.AppendNotifications(nil, kept))
-		if err := d.store.SetLeasedMembers(ctx, b.ID, token, payload, len(kept)); err != nil {
+		if err := d.store.SetLeasedMembers(ctx, b.ID, token, b.RegistrationID, payload, len(kept), gone, now); err != nil {
 			return nil, fmt.Errorf("claim: %w", err)
 		}
 		c.members = kept
@@ -187,25 +194,29 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 	return c, nil
 }
 
-// withoutFenced returns the members no dismissal fence covers: an alert with
-// a notificationId whose fence, same epoch and id, is at or above its
-// sequence is dropped. It returns members itself when nothing is dropped.
-func withoutFenced(members []contract.Notification, fences map[store.FenceKey]int64) []contract.Notification {
+// withoutFenced returns the members no dismissal fence covers, and the event
+// ids of host's members it dropped: an alert with a notificationId whose
+// fence, same epoch and id, is at or above its sequence is dropped. It
+// returns members itself when nothing is dropped.
+func withoutFenced(host string, members []contract.Notification, fences map[store.FenceKey]int64) ([]contract.Notification, []string) {
 	if len(fences) == 0 {
-		return members
+		return members, nil
 	}
 	kept := members[:0:0]
-	for _, m := range members {
+	var gone []string
+	for i := range members {
+		m := &members[i]
 		seq, fenced := fences[store.FenceKey{Epoch: m.Epoch, NotificationID: m.NotificationID}]
 		if m.EffectiveKind() == contract.KindAlert && m.NotificationID != "" && fenced && m.Seq <= seq {
+			gone = append(gone, eventID(host, m))
 			continue
 		}
-		kept = append(kept, m)
+		kept = append(kept, *m)
 	}
-	if len(kept) == len(members) {
-		return members
+	if len(gone) == 0 {
+		return members, nil
 	}
-	return kept
+	return kept, gone
 }
 
 // finish ends the leased batch in state and, in the same statement, wakes
@@ -252,7 +263,7 @@ func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) err
 	var next []string
 	err := d.store.Tx(ctx, func(tx *store.Tx) error {
 		var err error
-		if retried, err = tx.RetryBatch(ctx, c.batch.ID, c.token, at, now); err != nil || !retried {
+		if retried, err = tx.RetryBatch(ctx, c.batch.ID, c.token, out.Reason, at, now); err != nil || !retried {
 			// A lost lease: the new holder decides, and wakes what
 			// waits.
 			return err

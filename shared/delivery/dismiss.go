@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"slices"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
@@ -13,37 +12,49 @@ import (
 // the fence covers from batches, the registration's unleased pending alert
 // batches, and queues itself as a batch of one, due now. Dismissals never
 // coalesce.
-func (a *Admission) dismiss(ctx context.Context, tx *store.Tx, ev *event, reg string,
+func (a *Admission) dismiss(ctx context.Context, tx *store.Tx, ev *event, r store.Recipient,
 	batches []store.BatchPayload, fence, deadline, now int64, out *outcome) error {
-	if err := cancelAlerts(ctx, tx, ev, batches, fence, now); err != nil {
+	if err := cancelAlerts(ctx, tx, ev, r.RegistrationID, batches, fence, now); err != nil {
 		return err
 	}
 	out.open(store.NewBatch{
-		Host: ev.host, RegistrationID: reg, Kind: contract.KindDismiss,
+		ID: r.BatchID, Host: ev.host, RegistrationID: r.RegistrationID, Kind: contract.KindDismiss,
 		Payload: singlePayload(ev.item), Members: 1,
 		DueAt: now, ExpiresAt: deadline,
 	})
 	return nil
 }
 
-// cancelAlerts removes from batches every alert of the same epoch and
-// notificationId whose sequence is at or below fence. A batch left empty is
-// dismissed.
-func cancelAlerts(ctx context.Context, tx *store.Tx, ev *event, batches []store.BatchPayload, fence, now int64) error {
+// cancelAlerts removes from batches, registration reg's, every alert of the
+// same epoch and notificationId whose sequence is at or below fence. A batch
+// left empty is dismissed, and its members' receipts with it; the alerts
+// taken out of a batch that goes on are dismissed recipients.
+func cancelAlerts(ctx context.Context, tx *store.Tx, ev *event, reg string, batches []store.BatchPayload, fence, now int64) error {
 	for _, b := range batches {
 		members, err := decodeMembers(b.ID, b.Payload)
 		if err != nil {
 			return err
 		}
-		keep := slices.DeleteFunc(slices.Clone(members), func(n contract.Notification) bool {
-			return fenced(&n, ev.n, fence)
-		})
+		var (
+			keep []contract.Notification
+			gone []string
+		)
+		for i := range members {
+			if fenced(&members[i], ev.n, fence) {
+				gone = append(gone, eventID(ev.host, &members[i]))
+				continue
+			}
+			keep = append(keep, members[i])
+		}
 		switch {
-		case len(keep) == len(members):
+		case len(gone) == 0:
 		case len(keep) == 0:
 			err = tx.DismissBatch(ctx, b.ID, now)
 		default:
 			err = tx.SetBatchMembers(ctx, b.ID, string(contract.AppendNotifications(nil, keep)), len(keep))
+			if err == nil {
+				err = tx.DismissRecipients(ctx, reg, gone, now)
+			}
 		}
 		if err != nil {
 			return err

@@ -44,15 +44,20 @@ func newEvent(host string, n *contract.Notification, now int64) *event {
 // (reference-behaviour §4.1). It is written as JSON.stringify writes it, so
 // ids match the original gateway's.
 func eventID(host string, n *contract.Notification) string {
-	b := make([]byte, 0, 64+len(host)+len(n.Epoch))
+	return identity(host, n.EffectiveKind(), n.Epoch, n.Seq)
+}
+
+// identity is the event id of host's event (kind, epoch, seq): see eventID.
+func identity(host string, kind contract.Kind, epoch string, seq int64) string {
+	b := make([]byte, 0, 64+len(host)+len(epoch))
 	b = append(b, '[')
 	b = contract.AppendJSString(b, host)
 	b = append(b, ',')
-	b = contract.AppendJSString(b, string(n.EffectiveKind()))
+	b = contract.AppendJSString(b, string(kind))
 	b = append(b, ',')
-	b = contract.AppendJSString(b, n.Epoch)
+	b = contract.AppendJSString(b, epoch)
 	b = append(b, ',')
-	b = strconv.AppendInt(b, n.Seq, 10)
+	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, ']')
 	return sha256Hex(b)
 }

@@ -40,6 +40,19 @@ type sendRequest struct {
 	Notification    contract.Notification `json:"notification"`
 }
 
+// receiptsRequest is the body of POST /v1/receipts.
+type receiptsRequest struct {
+	V      int        `json:"v"`
+	Events []eventRef `json:"events"`
+}
+
+// eventRef is one event of a receipts request.
+type eventRef struct {
+	Kind              contract.Kind `json:"kind,omitempty"`
+	NotificationEpoch string        `json:"notificationEpoch"`
+	NotificationSeq   int64         `json:"notificationSeq"`
+}
+
 // encodeJSON marshals v without HTML escaping, so strings go out as the
 // desktop's JSON.stringify writes them.
 func encodeJSON(v any) ([]byte, error) {

@@ -82,6 +82,36 @@ func (c *Client) Send(ctx context.Context, registrationIDs []string, n contract.
 	return results, nil
 }
 
+// EventOf returns the identity of notification n, as a receipts request
+// names it.
+func EventOf(n contract.Notification) contract.EventRef {
+	return contract.EventRef{Kind: n.EffectiveKind(), Epoch: n.Epoch, Seq: n.Seq}
+}
+
+// Receipts asks what became of events (POST /v1/receipts), in requests of at
+// most contract.MaxReceiptEvents events, and returns one receipt per event,
+// in order. With no events it asks nothing. On an error it returns the
+// receipts of the requests that succeeded before it, with the error.
+func (c *Client) Receipts(ctx context.Context, events []contract.EventRef) ([]contract.Receipt, error) {
+	var receipts []contract.Receipt
+	for chunk := range slices.Chunk(events, contract.MaxReceiptEvents) {
+		req := receiptsRequest{V: 1, Events: make([]eventRef, len(chunk))}
+		for i, e := range chunk {
+			req.Events[i] = eventRef{Kind: e.Kind, NotificationEpoch: e.Epoch, NotificationSeq: e.Seq}
+		}
+		body, err := encodeJSON(req)
+		if err != nil {
+			return receipts, fmt.Errorf("receipts: %w", err)
+		}
+		var resp contract.ReceiptsResponse
+		if err := c.call(ctx, "receipts", http.MethodPost, "/v1/receipts", body, &resp); err != nil {
+			return receipts, err
+		}
+		receipts = append(receipts, resp.Receipts...)
+	}
+	return receipts, nil
+}
+
 // Raw sends one request to path with the cached session's bearer, signing in
 // first when there is none, for tests that craft odd requests. A non-nil body
 // is sent as application/json. It neither retries nor checks the status; the

@@ -53,6 +53,11 @@ const (
 	// that each ran again alone.
 	SharedTxMembers = "shared_tx_members"
 	SharedTxFailed  = "shared_tx_failed"
+	// DeliveryDropped counts batches that ended without a provider call
+	// because their registration was deleted while they were in flight.
+	DeliveryDropped = "delivery_dropped"
+	// ReceiptsRead counts the events POST /v1/receipts answered.
+	ReceiptsRead = "receipts_read"
 )
 
 // Counters is a set of named aggregate counters, safe for concurrent use.

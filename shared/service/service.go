@@ -34,6 +34,8 @@ type Service struct {
 	Auth     *hostauth.Service
 	// Admission accepts /v1/send.
 	Admission *delivery.Admission
+	// Receipts answers /v1/receipts.
+	Receipts *delivery.Receipts
 	// Deliverer delivers batches for the deliver function.
 	Deliverer *delivery.Deliverer
 	// Sweeper is the sweep function's work.
@@ -100,6 +102,10 @@ func New(o Options) (*Service, error) {
 	s.Admission, err = delivery.NewAdmission(delivery.Options{
 		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: o.Scheduler, Coalesce: o.Config.Coalesce,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	s.Receipts, err = delivery.NewReceipts(delivery.ReceiptsOptions{Store: st, Clock: o.Clock, Counters: s.Counters})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}

@@ -29,6 +29,9 @@ const EmptyPayload = "[]"
 
 // NewBatch is a batch that admission opens for one registration.
 type NewBatch struct {
+	// ID is the batch's id, which its first recipient was recorded with
+	// (Recipient.BatchID); a new one is made when it is empty.
+	ID             string
 	Host           string
 	RegistrationID string
 	Kind           contract.Kind
@@ -42,7 +45,7 @@ type NewBatch struct {
 	ExpiresAt int64
 }
 
-// InsertBatch stores b as a pending batch created at now and returns its new
+// InsertBatch stores b as a pending batch created at now and returns its
 // id. The caller hands it to the scheduler after commit, so scheduled_at is
 // now.
 func (t *Tx) InsertBatch(ctx context.Context, b NewBatch, now int64) (string, error) {
@@ -55,7 +58,7 @@ func (t *Tx) InsertBatch(ctx context.Context, b NewBatch, now int64) (string, er
 
 // InsertBatches is [Tx.InsertBatch] for several batches in one statement,
 // whose rows share one INSERT: a send to many registrations writes them all
-// at once. It returns the new ids in the order of bs.
+// at once. It returns the ids in the order of bs.
 func (t *Tx) InsertBatches(ctx context.Context, bs []NewBatch, now int64) ([]string, error) {
 	if len(bs) == 0 {
 		return nil, nil
@@ -65,7 +68,9 @@ func (t *Tx) InsertBatches(ctx context.Context, bs []NewBatch, now int64) ([]str
 	args := make([]any, 0, cols*len(bs))
 	var values strings.Builder
 	for i, b := range bs {
-		ids[i] = uuid.NewString()
+		if ids[i] = b.ID; ids[i] == "" {
+			ids[i] = uuid.NewString()
+		}
 		if i > 0 {
 			values.WriteString(", ")
 		}

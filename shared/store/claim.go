@@ -18,6 +18,8 @@ const (
 	BatchDead    BatchState = "dead"
 	BatchError   BatchState = "error"
 	BatchExpired BatchState = "expired"
+	// BatchDropped: its registration was deleted before it was sent.
+	BatchDropped BatchState = "dropped"
 )
 
 // ClaimView is what a delivery needs to decide on a claim, read in one
@@ -213,11 +215,12 @@ func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token strin
 
 // RetryBatch returns a leased batch to pending, due at dueAt, with its lease
 // cleared and scheduled_at set to now (the caller schedules it after
-// commit). Only the lease holder may do it; it reports whether it did.
-func (t *Tx) RetryBatch(ctx context.Context, id, token string, dueAt, now int64) (bool, error) {
+// commit), and records the failed attempt's reason and time for its
+// receipts. Only the lease holder may do it; it reports whether it did.
+func (t *Tx) RetryBatch(ctx context.Context, id, token, reason string, dueAt, now int64) (bool, error) {
 	n, err := t.exec(ctx, `UPDATE push_delivery_batches
-		SET due_at = $3, lease_token = NULL, lease_until = 0, scheduled_at = $4
-		WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2`, id, token, dueAt, now)
+		SET due_at = $3, lease_token = NULL, lease_until = 0, scheduled_at = $4, reason = $5, attempted_at = $4
+		WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2`, id, token, dueAt, now, nullable(reason))
 	if err != nil {
 		return false, fmt.Errorf("retry batch: %w", err)
 	}

@@ -129,7 +129,7 @@ func TestRetryBatchNeedsTheLease(t *testing.T) {
 			var retried bool
 			mustHostTx(t, f.s, "hostA", func(tx *store.Tx) error {
 				var err error
-				retried, err = tx.RetryBatch(ctx, f.held, "stale", fixtureNow+4000, fixtureNow)
+				retried, err = tx.RetryBatch(ctx, f.held, "stale", "", fixtureNow+4000, fixtureNow)
 				return err
 			})
 			if retried {
@@ -140,7 +140,7 @@ func TestRetryBatchNeedsTheLease(t *testing.T) {
 			}
 			mustHostTx(t, f.s, "hostA", func(tx *store.Tx) error {
 				var err error
-				retried, err = tx.RetryBatch(ctx, f.held, "holder", fixtureNow+4000, fixtureNow)
+				retried, err = tx.RetryBatch(ctx, f.held, "holder", "", fixtureNow+4000, fixtureNow)
 				return err
 			})
 			b := mustBatch(t, f.s, f.held)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,11 +139,26 @@ func memberIDs(payload string) []string {
 }
 
 // SetLeasedMembers replaces the members of batch id, leased to token, with
-// payload (members long, at least one): a delivery that dropped members a
-// dismissal fenced. A stale holder changes nothing.
-func (s *Store) SetLeasedMembers(ctx context.Context, id, token, payload string, members int) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE push_delivery_batches SET payload_json = $3, members = $4
-		WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2`, id, token, payload, members)
+// payload (members long, at least one), and records the recipients of
+// registrationID for the dropped events (eventIDs) as dismissed: a delivery
+// that dropped members a dismissal fenced. Both go in one transaction, one
+// round trip on PostgreSQL. A stale holder changes no member; the dropped
+// events are dismissed whoever holds the batch, since a fence only rises.
+func (s *Store) SetLeasedMembers(ctx context.Context, id, token, registrationID, payload string, members int,
+	eventIDs []string, now int64) error {
+	err := s.Tx(ctx, func(t *Tx) error {
+		if err := t.DismissRecipients(ctx, registrationID, eventIDs, now); err != nil {
+			return err
+		}
+		var n int
+		err := t.r.final(ctx, `UPDATE push_delivery_batches SET payload_json = $3, members = $4
+			WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2 RETURNING 1`,
+			id, token, payload, members).Scan(&n)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set leased members: %w", err)
 	}

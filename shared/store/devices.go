@@ -92,18 +92,37 @@ func (s *Store) Devices(ctx context.Context, host string) ([]contract.Device, er
 	return out, nil
 }
 
-// DeleteDevice deletes the host's registration. It returns
-// contract.ErrNotFound when the host owns no such registration.
-func (s *Store) DeleteDevice(ctx context.Context, host, registrationID string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM push_devices WHERE registration_id = $1 AND host_fingerprint = $2`,
-		registrationID, host)
+// DeleteDevice deletes the host's registration at now and ends its pending
+// batches that no delivery holds as dropped, clearing their payloads: their
+// recipients' receipts read dropped from then on. A batch in flight ends as
+// its delivery decides; one that comes back pending is dropped at its next
+// claim. It returns contract.ErrNotFound when the host owns no such
+// registration. It runs under the host lock, as admission does, so no send
+// adds a batch for the registration while it goes.
+func (s *Store) DeleteDevice(ctx context.Context, host, registrationID string, now int64) error {
+	err := s.HostTx(ctx, host, func(t *Tx) error {
+		// The batches go first and the delete carries COMMIT, one round
+		// trip on PostgreSQL. When the host owns no such registration, the
+		// first write can only find batches of a registration deleted
+		// before, which were in flight then and came back pending: they
+		// are dropped as their next claim would drop them.
+		err := t.later(ctx, "drop batches", `UPDATE push_delivery_batches
+			SET state = $3, payload_json = $4, finished_at = $5, lease_token = NULL, lease_until = 0
+			WHERE registration_id = $1 AND host_fingerprint = $2 AND state = 'pending' AND lease_until <= $5`,
+			registrationID, host, string(BatchDropped), EmptyPayload, now)
+		if err != nil {
+			return err
+		}
+		var id string
+		err = t.r.final(ctx, `DELETE FROM push_devices WHERE registration_id = $1 AND host_fingerprint = $2
+			RETURNING registration_id`, registrationID, host).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return contract.ErrNotFound
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("delete device: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("delete device: %w", err)
-	} else if n == 0 {
-		return contract.ErrNotFound
 	}
 	return nil
 }

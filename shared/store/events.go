@@ -102,6 +102,9 @@ type EventCheck struct {
 	Found       bool
 	Fingerprint string
 	ExpiresAt   int64
+	// Recorded reports whether the recipient (event, registration) is
+	// recorded: an accepted duplicate, not an alert a fence dropped.
+	Recorded bool
 }
 
 // CheckEvent reads the state of the host's registration and of the event
@@ -117,7 +120,8 @@ func checkEventStmt(host, registrationID, eventID string) statement {
 	return statement{op: "check event", query: `SELECT
 		(SELECT dead_at IS NOT NULL FROM push_devices WHERE registration_id = $1 AND host_fingerprint = $2),
 		(SELECT fingerprint FROM push_events WHERE event_id = $3),
-		(SELECT expires_at FROM push_events WHERE event_id = $3)`,
+		(SELECT expires_at FROM push_events WHERE event_id = $3),
+		(SELECT COUNT(*) FROM push_event_recipients WHERE event_id = $3 AND registration_id = $1)`,
 		args: []any{registrationID, host, eventID}}
 }
 
@@ -126,10 +130,11 @@ func scanEventCheck(row scanner) (EventCheck, error) {
 	var dead sql.NullBool
 	var fp sql.NullString
 	var expires sql.NullInt64
-	if err := row.Scan(&dead, &fp, &expires); err != nil {
+	var recorded int
+	if err := row.Scan(&dead, &fp, &expires, &recorded); err != nil {
 		return EventCheck{}, fmt.Errorf("check event: %w", err)
 	}
-	c := EventCheck{Found: fp.Valid, Fingerprint: fp.String, ExpiresAt: expires.Int64}
+	c := EventCheck{Found: fp.Valid, Fingerprint: fp.String, ExpiresAt: expires.Int64, Recorded: recorded > 0}
 	switch {
 	case !dead.Valid:
 		c.Device = DeviceUnknown

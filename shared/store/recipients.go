@@ -26,6 +26,10 @@ type Recipient struct {
 	// same epoch and id has a sequence at or above Fence.Seq (decisions
 	// table: ≤ is dropped at acceptance). Nil for anything else.
 	Fence *Fence
+	// BatchID is the batch the recipient opens if it joins none: its
+	// receipt follows that batch ([Tx.JoinRecipients] moves it to the
+	// batch it joins).
+	BatchID string
 }
 
 // OpenBatch is a registration's pending alert batch that a new alert may
@@ -75,8 +79,9 @@ func addRecipientStmt(r Recipient, now int64) statement {
 			WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending' AND kind = 'alert'
 				AND attempts = 0 AND due_at > $3 AND expires_at > $3
 			ORDER BY created_at DESC, batch_id DESC LIMIT 1)
-		INSERT INTO push_event_recipients (event_id, registration_id, created_at)
-		SELECT $1, $2, CAST($3 AS BIGINT)
+		INSERT INTO push_event_recipients (event_id, registration_id, created_at, batch_id, ordinal)
+		SELECT $1, $2, CAST($3 AS BIGINT), $10,
+			(SELECT COALESCE(MAX(ordinal), 0) + 1 FROM push_event_recipients WHERE event_id = $1)
 		WHERE EXISTS (SELECT 1 FROM push_devices
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND dead_at IS NULL)
 			AND EXISTS (SELECT 1 FROM push_events
@@ -94,7 +99,7 @@ func addRecipientStmt(r Recipient, now int64) statement {
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending'
 					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END`,
 		args: []any{r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq,
-			string(r.Kind), r.Fingerprint}}
+			string(r.Kind), r.Fingerprint, r.BatchID}}
 }
 
 // scanAddedRecipient reads AddRecipient's row, which is there only when

@@ -168,8 +168,9 @@ func startSendStmt(s SendStart, now int64) statement {
 		fence = *f
 	}
 	regs := make([]string, len(s.Recipients))
+	batches := make([]string, len(s.Recipients))
 	for i, r := range s.Recipients {
-		regs[i] = r.RegistrationID
+		regs[i], batches[i] = r.RegistrationID, r.BatchID
 	}
 	e := s.Event
 	query := startSendAlert
@@ -178,7 +179,7 @@ func startSendStmt(s SendStart, now int64) statement {
 	}
 	return statement{op: "start send", query: query,
 		args: []any{e.ID, now, e.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(e.Kind),
-			e.Fingerprint, regs, s.TokenHash, e.Deadline, e.QuotaSince, e.Quota}}
+			e.Fingerprint, regs, s.TokenHash, e.Deadline, e.QuotaSince, e.Quota, batches}}
 }
 
 // The texts of startSendStmt: its common part, then each recipient's row.
@@ -203,8 +204,10 @@ const (
 			SELECT fingerprint, expires_at FROM new_event
 			UNION ALL SELECT fingerprint, expires_at FROM push_events WHERE event_id = $1),
 		added AS (
-			INSERT INTO push_event_recipients (event_id, registration_id, created_at)
-			SELECT $1, u.reg, CAST($2 AS BIGINT) FROM unnest(CAST($9 AS TEXT[])) AS u(reg)
+			INSERT INTO push_event_recipients (event_id, registration_id, created_at, batch_id, ordinal)
+			SELECT $1, u.reg, CAST($2 AS BIGINT), u.batch,
+				(SELECT COALESCE(MAX(ordinal), 0) FROM push_event_recipients WHERE event_id = $1) + u.i
+			FROM unnest(CAST($9 AS TEXT[]), CAST($14 AS TEXT[])) WITH ORDINALITY AS u(reg, batch, i)
 			WHERE EXISTS (SELECT 1 FROM push_devices
 					WHERE registration_id = u.reg AND host_fingerprint = $3 AND dead_at IS NULL)
 				AND EXISTS (SELECT 1 FROM event WHERE fingerprint = $8 AND expires_at > $2)
