@@ -35,6 +35,8 @@ func TestReasonNeverHoldsAValue(t *testing.T) {
 			caseBodies(contracttest.Registrations())},
 		{"send", func(b []byte) error { _, err := contract.DecodeSendRequest(b); return err },
 			caseBodies(contracttest.Sends())},
+		{"receipts", func(b []byte) error { _, err := contract.DecodeReceiptsRequest(b); return err },
+			caseBodies(contracttest.Receipts())},
 	}
 	for _, d := range decoders {
 		t.Run(d.name, func(t *testing.T) {

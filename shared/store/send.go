@@ -162,6 +162,16 @@ func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendSta
 // CONFLICT DO NOTHING under the host lock). The registrations are an array,
 // so the statement's text, and its prepared plan, do not depend on their
 // number.
+//
+// A recipient's ordinal, which orders an event's recipients as they were
+// first accepted, is the transaction's id times 64 plus its place in the
+// request: the sends of one event run one after the other under their host's
+// lock, each in a transaction of its own (a group holds one send per host)
+// that has its id only once it holds the lock, so a later send's ids are
+// higher. Reading the event's highest ordinal instead, as SQLite's statement
+// does, cost 5 % more of PostgreSQL's instructions per send (scripts/pgcount,
+// 1 registration, a quiet host: 772k against 734k; 710k without receipts),
+// most of it for planning the extra subquery.
 func startSendStmt(s SendStart, now int64) statement {
 	var fence Fence
 	if f := s.Recipients[0].Fence; f != nil {
@@ -206,7 +216,7 @@ const (
 		added AS (
 			INSERT INTO push_event_recipients (event_id, registration_id, created_at, batch_id, ordinal)
 			SELECT $1, u.reg, CAST($2 AS BIGINT), u.batch,
-				(SELECT COALESCE(MAX(ordinal), 0) FROM push_event_recipients WHERE event_id = $1) + u.i
+				txid_current() * 64 + u.i
 			FROM unnest(CAST($9 AS TEXT[]), CAST($14 AS TEXT[])) WITH ORDINALITY AS u(reg, batch, i)
 			WHERE EXISTS (SELECT 1 FROM push_devices
 					WHERE registration_id = u.reg AND host_fingerprint = $3 AND dead_at IS NULL)
