@@ -173,6 +173,18 @@ func TestReceiptsRetryingThenSent(t *testing.T) {
 			e.mustFates(n, fate(a, contract.ReceiptRetrying, t0+3000, "ServiceUnavailable"))
 			e.advance(2000) // the backoff after one attempt
 			e.mustFates(n, fate(a, contract.ReceiptSent, t0+5000, ""))
+
+			// Dismissed while it waits for its retry: dismissed, without
+			// the failed attempt's reason.
+			e.fault(`{"provider":"apns","token":"*","status":503,"reason":"ServiceUnavailable","times":1}`)
+			m := alert("n2", 2)
+			e.sendTo(m, a)
+			e.advance(3000)
+			e.mustFates(m, fate(a, contract.ReceiptRetrying, t0+8000, "ServiceUnavailable"))
+			dm := m
+			dm.Kind = contract.KindDismiss
+			e.sendTo(dm, a)
+			e.mustFates(m, fate(a, contract.ReceiptDismissed, t0+8000, ""))
 		})
 	}
 }

@@ -129,7 +129,8 @@ func (s *Store) Receipts(ctx context.Context, host string, eventIDs []string, si
 // batchFate is a member's receipt from its batch: pending is queued since
 // acceptance, or retrying since its last failed attempt; a finished batch's
 // state is the member's, since the batch finished. Only the failures carry
-// their reason.
+// the reason: a batch dismissed or dropped while it waited for a retry keeps
+// that attempt's.
 func batchFate(state BatchState, reason string, accepted, finished int64, attempted sql.NullInt64) (contract.ReceiptStatus, int64, string) {
 	switch state {
 	case BatchPending:
@@ -137,8 +138,8 @@ func batchFate(state BatchState, reason string, accepted, finished int64, attemp
 			return contract.ReceiptRetrying, attempted.Int64, reason
 		}
 		return contract.ReceiptQueued, accepted, ""
-	case BatchSent, BatchDismissed, BatchDropped:
-		return contract.ReceiptStatus(state), finished, ""
+	case BatchDead, BatchError, BatchExpired:
+		return contract.ReceiptStatus(state), finished, reason
 	}
-	return contract.ReceiptStatus(state), finished, reason
+	return contract.ReceiptStatus(state), finished, ""
 }
