@@ -17,9 +17,11 @@ func TestHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"-h"}, []string{"signin", "register ios|android", "devices", "send", "dismiss", "delete ID", "watch",
+		{[]string{"-h"}, []string{"signin", "register ios|android", "devices", "send", "dismiss", "delete ID", "receipts SEQ...", "watch",
 			"-gateway", "-origin", "-key", "-json", gatewayVar, "Exit codes"}},
-		{[]string{"send", "-h"}, []string{"-title", "-body", "-to", "-all", "-silent", "-id", "-seq", "-json"}},
+		{[]string{"send", "-h"}, []string{"-title", "-body", "-to", "-all", "-silent", "-id", "-seq", "-json", "-wait",
+			"-timeout", "-interval"}},
+		{[]string{"receipts", "-h"}, []string{"-epoch", "-dismiss", "-json"}},
 		{[]string{"register", "ios", "-h"}, []string{"-token", "-sandbox", "-device"}},
 		{[]string{"watch", "--help"}, []string{"-count", "-interval"}},
 	}

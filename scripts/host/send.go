@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/hostclient"
 )
 
 // target is where a send goes: --to IDs, or every registration.
@@ -71,6 +72,7 @@ func sendFlags(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 	id := fs.String("id", "", "notification `id`, to dismiss it later (default: a new one)")
 	seq := fs.Int64("seq", -1, "notification sequence number; -1 takes the key's next one, so each send is a new event")
 	to := targetFlags(fs)
+	wait := waitFlags(fs)
 	return func(ctx context.Context, c *cli, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -81,6 +83,9 @@ func sendFlags(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		if err := to.check(); err != nil {
 			return err
 		}
+		if err := wait.check(); err != nil {
+			return err
+		}
 		n := contract.Notification{NotificationID: *id, Source: contract.SourceAgentTaskComplete,
 			AgentState: contract.AgentFinished, Title: *title, Body: *body}
 		if n.NotificationID == "" {
@@ -89,7 +94,7 @@ func sendFlags(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		if *silent {
 			n.Sound = new(bool)
 		}
-		return send(ctx, c, to, n, *seq)
+		return send(ctx, c, to, n, *seq, wait)
 	}
 }
 
@@ -97,6 +102,7 @@ func dismissFlags(fs *flag.FlagSet) func(context.Context, *cli, []string) error 
 	id := fs.String("id", "", "the `id` of the alert to dismiss (required)")
 	seq := fs.Int64("seq", -1, "notification sequence number; -1 takes the key's next one, after the alert's")
 	to := targetFlags(fs)
+	wait := waitFlags(fs)
 	return func(ctx context.Context, c *cli, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -107,17 +113,21 @@ func dismissFlags(fs *flag.FlagSet) func(context.Context, *cli, []string) error 
 		if err := to.check(); err != nil {
 			return err
 		}
+		if err := wait.check(); err != nil {
+			return err
+		}
 		// The contract wants a title on every notification; a dismissal's
 		// is never shown.
 		n := contract.Notification{NotificationID: *id, Kind: contract.KindDismiss,
 			Source: contract.SourceAgentTaskComplete, AgentState: contract.AgentFinished, Title: "Dismissed"}
-		return send(ctx, c, to, n, *seq)
+		return send(ctx, c, to, n, *seq, wait)
 	}
 }
 
 // send sends n, numbered with the key's epoch and next sequence (or seq), to
-// the target, and prints each registration's status.
-func send(ctx context.Context, c *cli, to target, n contract.Notification, seq int64) error {
+// the target, and prints each registration's status; with --wait, then
+// what became of it on each phone.
+func send(ctx context.Context, c *cli, to target, n contract.Notification, seq int64, w waitOptions) error {
 	h, err := c.connect()
 	if err != nil {
 		return err
@@ -151,6 +161,9 @@ func send(ctx context.Context, c *cli, to target, n contract.Notification, seq i
 		if r.Status != contract.StatusQueued {
 			return notQueued{results}
 		}
+	}
+	if *w.wait {
+		return waitForEnd(ctx, c, h, hostclient.EventOf(n), w)
 	}
 	return nil
 }
