@@ -65,13 +65,13 @@ expect_error() {
 
 scenario rollout 0 -- rollout.sh
 scenario rollout-probe-fails 1 \
-  'DRY_RUN_PROBE_RESULT={"results":[{"name":"host-challenge","code":200},{"name":"host-session","code":200},{"name":"devices","code":200},{"name":"send","code":503},{"name":"deliver","code":200},{"name":"sweep","code":200}]}' \
+  'DRY_RUN_PROBE_RESULT={"results":[{"name":"host-challenge","code":200},{"name":"host-session","code":200},{"name":"devices","code":200},{"name":"send","code":503},{"name":"receipts","code":200},{"name":"deliver","code":200},{"name":"sweep","code":200}]}' \
   -- rollout.sh
 must_not_contain rollout-probe-fails --to-latest
 expect_error rollout-probe-fails "/ready probe failed: send answered 503"
 scenario rollout-probe-missing 1 'DRY_RUN_PROBE_RESULT={"results":[]}' -- rollout.sh
 must_not_contain rollout-probe-missing --to-latest
-expect_error rollout-probe-missing "expected 6 results, got 0"
+expect_error rollout-probe-missing "expected 7 results, got 0"
 scenario rollout-fcm-denied 1 \
   $'DRY_RUN_FCM_ANSWER={"error":{"code":403,"status":"PERMISSION_DENIED","message":"denied"}}\n403' -- rollout.sh
 must_not_contain rollout-fcm-denied --to-latest
