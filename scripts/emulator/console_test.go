@@ -114,13 +114,16 @@ type parsed struct {
 const pageHelpers = `
 window.phone = (platform) => document.querySelector('.phone[data-platform="' + platform + '"]');
 window.titles = (p) => [...p.querySelectorAll('.banner:not(.failed) .title')].map((e) => e.textContent);
+window.fates = (id) => [...document.querySelectorAll('#fates > li[data-id="' + id + '"][data-kind="alert"] li[data-status]')]
+  .map((e) => e.dataset.status + (e.textContent.includes(" · Unregistered") ? ":Unregistered" : "")).sort().join();
 `
 
 // TestConsole drives the console in a real headless Chromium against the
 // emulator process on the manual clock: two phones, an alert seen on both,
 // its dismissal removing it, an uninstalled app's 410 and the phone marked
 // dead, a burst shown as one summary after "+3 s", and a silent alert
-// marked; pending tasks count down as the clock moves.
+// marked; pending tasks count down as the clock moves; the receipts panel
+// follows each send on each phone, to a phone deleted before it got it.
 func TestConsole(t *testing.T) {
 	ctx := mustBrowser(t)
 	p := startEmulator(t, "ORCA_PUSH_MANUAL_CLOCK=1")
@@ -160,10 +163,12 @@ func TestConsole(t *testing.T) {
 		until(`[...document.querySelectorAll("#tasks .countdown")].map((e) => e.textContent).join() === "due in 3.0 s,due in 3.0 s"`),
 		chromedp.Click(chromedp.CSS(`button[data-advance="1000"]`)),
 		until(`[...document.querySelectorAll("#tasks .countdown")].map((e) => e.textContent).join() === "due in 2.0 s,due in 2.0 s"`),
+		until(`fates("n-build") === "queued,queued"`),
 	)
 	c.step("alert-on-both",
 		chromedp.Click(chromedp.CSS(`button[data-advance="3000"]`)),
 		until(`["ios", "android"].every((p) => titles(phone(p)).includes("Build finished"))`),
+		until(`fates("n-build") === "sent,sent"`),
 	)
 	c.step("dismissal",
 		sendForm("dismiss", "Build finished", "n-build", "*", true, 2),
@@ -178,6 +183,7 @@ func TestConsole(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`button[data-advance="3000"]`)),
 		until(`phone("ios").querySelector('.banner.failed[data-status="410"]') !== null &&
 			phone("ios").dataset.dead === "true" && titles(phone("android")).includes("After uninstall")`),
+		until(`fates("n-gone") === "dead:Unregistered,sent"`),
 	)
 	reg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`phone("android").dataset.registration`))
 	if err != nil {
@@ -196,5 +202,12 @@ func TestConsole(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`button[data-advance="3000"]`)),
 		until(`[...phone("android").querySelectorAll(".banner")].some((b) =>
 			b.querySelector(".title").textContent === "Quiet one" && b.querySelector(".tag.silent") !== null)`),
+	)
+	c.step("deleted-while-pending",
+		sendForm("alert", "Never shown", "n-never", reg, true, 8),
+		until(`fates("n-never") === "queued"`),
+		chromedp.Click(chromedp.CSS(`.phone[data-platform="android"] button.delete`)),
+		until(`fates("n-never") === "dropped" &&
+			document.querySelector('#fates > li[data-id="n-never"] li').textContent.includes("(deleted)")`),
 	)
 }
