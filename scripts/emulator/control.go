@@ -28,6 +28,8 @@ type control struct {
 	// mu guards lastSweep, the emulator time of the last sweep.
 	mu        sync.Mutex
 	lastSweep time.Time
+	// requests counts what each function is asked (GET /_emulator/usage).
+	requests requestCounts
 }
 
 // mux serves the public routes, the private functions and the control API;
@@ -62,12 +64,13 @@ func (c *control) mux() http.Handler {
 		}{nonNil(c.local.tasks.Tasks())})
 	})
 	mux.HandleFunc("POST /_emulator/tasks/run-due", c.runDue)
+	mux.HandleFunc("GET /_emulator/usage", c.getUsage)
 	mux.HandleFunc("POST /_emulator/demo/session", c.demoSession)
 	mux.HandleFunc("GET "+consolePath+"{$}", consolePage)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, consolePath, http.StatusFound)
 	})
-	return httpx.Misses(mux)
+	return c.requests.wrap(httpx.Misses(mux))
 }
 
 func nonNil[T any](s []T) []T {
@@ -127,6 +130,7 @@ func (c *control) sweepIfDue(ctx context.Context, now time.Time) error {
 	if !due {
 		return nil
 	}
+	c.requests.add("sweep")
 	_, err := c.svc.Sweeper.Sweep(ctx)
 	return err
 }
@@ -141,6 +145,7 @@ func (c *control) sweepEveryMinute(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			c.requests.add("sweep")
 			c.svc.Sweeper.Sweep(ctx)
 		}
 	}

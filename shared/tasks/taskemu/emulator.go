@@ -92,6 +92,7 @@ type Emulator struct {
 	srv      *grpc.Server
 	closed   bool
 	paused   bool // no attempt starts: see Pause
+	usage    Usage
 }
 
 // New returns an emulator with no tasks. Unless opts.Manual is set it starts

@@ -73,6 +73,7 @@ func (e *Emulator) claimDueLocked(now time.Time, limit int) []claim {
 // e.wg.Done.
 func (e *Emulator) startLocked(t *task, now time.Time) claim {
 	e.wg.Add(1)
+	e.usage.Dispatches++
 	ts := timestamppb.New(now)
 	t.pb.DispatchCount++
 	if t.pb.FirstAttempt == nil {

@@ -48,6 +48,7 @@ func (s *server) CreateTask(_ context.Context, req *cloudtaskspb.CreateTaskReque
 	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.usage.Creates++
 	if e.failN > 0 {
 		e.failN--
 		return nil, status.Errorf(e.failCode, "taskemu: injected CreateTask failure")
@@ -138,6 +139,7 @@ func (s *server) GetTask(_ context.Context, req *cloudtaskspb.GetTaskRequest) (*
 	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.usage.Gets++
 	t, ok := e.tasks[req.GetName()]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "task %q not found", req.GetName())
@@ -149,6 +151,9 @@ func (s *server) GetTask(_ context.Context, req *cloudtaskspb.GetTaskRequest) (*
 // is the offset of the page's first task.
 func (s *server) ListTasks(_ context.Context, req *cloudtaskspb.ListTasksRequest) (*cloudtaskspb.ListTasksResponse, error) {
 	e := s.e
+	e.mu.Lock()
+	e.usage.Lists++
+	e.mu.Unlock()
 	start := 0
 	if tok := req.GetPageToken(); tok != "" {
 		n, err := strconv.Atoi(tok)
@@ -191,6 +196,7 @@ func (s *server) DeleteTask(_ context.Context, req *cloudtaskspb.DeleteTaskReque
 	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.usage.Deletes++
 	t, ok := e.tasks[req.GetName()]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "task %q not found", req.GetName())
@@ -206,6 +212,7 @@ func (s *server) DeleteTask(_ context.Context, req *cloudtaskspb.DeleteTaskReque
 func (s *server) RunTask(ctx context.Context, req *cloudtaskspb.RunTaskRequest) (*cloudtaskspb.Task, error) {
 	e := s.e
 	e.mu.Lock()
+	e.usage.Runs++
 	t, ok := e.tasks[req.GetName()]
 	switch {
 	case e.closed:

@@ -1,0 +1,59 @@
+package taskemu_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+
+	"onorca.dev/push/shared/tasks/taskemu"
+)
+
+// TestUsageCountsEveryOperation holds the billing count: each API call
+// (refused ones too) and each dispatch attempt, a retry's included.
+func TestUsageCountsEveryOperation(t *testing.T) {
+	e, c, clk := mustManual(t, taskemu.RetryConfig{MinBackoff: time.Second, MaxBackoff: time.Second})
+	tg := mustTarget(t, func(i int, w http.ResponseWriter, _ *http.Request) {
+		if i == 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	mustCreate(t, c, httpTask("a", tg.URL, "a", start))
+	mustCreate(t, c, httpTask("b", tg.URL, "b", start.Add(time.Hour)))
+	e.FailCreates(1, codes.Unavailable)
+	if _, err := c.CreateTask(t.Context(), httpTask("c", tg.URL, "c", start)); err == nil {
+		t.Fatal("CreateTask succeeded, want the injected failure")
+	}
+	mustRunDue(t, e, 1) // a fails
+	clk.Advance(time.Second)
+	mustRunDue(t, e, 1) // a's retry
+	if _, err := c.GetTask(t.Context(), &cloudtaskspb.GetTaskRequest{Name: queue + "/tasks/b"}); err != nil {
+		t.Fatal(err)
+	}
+	it := c.ListTasks(t.Context(), &cloudtaskspb.ListTasksRequest{Parent: queue})
+	for {
+		if _, err := it.Next(); err == iterator.Done {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.RunTask(t.Context(), &cloudtaskspb.RunTaskRequest{Name: queue + "/tasks/b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTask(t.Context(), &cloudtaskspb.DeleteTaskRequest{Name: queue + "/tasks/b"}); err == nil {
+		t.Fatal("DeleteTask of a task that ran succeeded, want NotFound")
+	}
+	want := taskemu.Usage{Creates: 3, Gets: 1, Lists: 1, Runs: 1, Deletes: 1, Dispatches: 3}
+	got := e.Usage()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Usage (-want +got):\n%s", diff)
+	}
+	if n := got.Operations(); n != 10 {
+		t.Fatalf("Operations() = %d, want 10", n)
+	}
+}
