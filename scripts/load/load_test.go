@@ -120,9 +120,15 @@ func TestOpenLoop(t *testing.T) {
 			stats: stats{Requests: 20, OK: 20, Errors: map[string]int{}}}
 		got := r
 		got.Latency, got.AchievedRate, got.Throughput, got.LateStarts, got.MaxStartLagMs, got.BusyAnswers = latency{}, 0, 0, 0, 0, 0
-		got.Timeline = nil
+		got.Timeline, got.costs = nil, costs{}
 		if diff := cmp.Diff(want, got, cmp.AllowUnexported(openReport{})); diff != "" {
 			t.Errorf("open report for %d registrations (-want +got):\n%s", k, diff)
+		}
+		// Counted costs: every push is a task created and dispatched at
+		// least (more for the failed attempts), and every k of them at
+		// least one send and k delivers.
+		if c := r.costs; c.DeliveredPerSecond <= 0 || c.TaskOpsPerPush < 2 || c.RequestsPerPush < 1+1/float64(k) {
+			t.Errorf("costs %+v, want deliveries per second > 0, ≥ 2 task operations and ≥ %.2f requests per push", c, 1+1/float64(k))
 		}
 		if r.AchievedRate <= 0 || r.Throughput <= 0 {
 			t.Errorf("achieved rate %v, throughput %v; want both > 0", r.AchievedRate, r.Throughput)

@@ -33,6 +33,15 @@ type openReport struct {
 	// StaggerS is how long the hosts took to join, before the warm-up
 	// (openLoop).
 	StaggerS float64 `json:"staggerS"`
+	// Costs, against the emulator (omitted elsewhere), count what the run
+	// cost per push: deliveredPerSecond, the provider requests the
+	// stand-ins accepted per second of the measurement, by their
+	// receivedAt; taskOpsPerPush and requestsPerPush, the Cloud Tasks
+	// operations and function requests from the first request of the run
+	// (stagger and warm-up included, the fleet's sign-in and registrations
+	// not) until its tasks drained, per provider request accepted in that
+	// time.
+	costs
 	// Timeline, with -timeline, sums up each second of the measurement by
 	// the requests due in it, so that a stall, a checkpoint or a burst of
 	// deliveries shows where it fell.
@@ -53,9 +62,14 @@ func (r openReport) human() string {
 		fmt.Fprintf(&b, "\nopen regs=%d second=%d requests=%d errors=%d provider=%d latency ms %s", r.Registrations, i,
 			s.Requests, s.errorCount(), s.ProviderRequests, s.Latency)
 	}
-	return fmt.Sprintf("open regs=%d hosts=%d offered=%.1f/s achieved=%.1f/s throughput=%.1f/s requests=%d errors=%d (%s) late=%d busy=%d latency ms %s",
+	cost := ""
+	if c := r.costs; c != (costs{}) {
+		cost = fmt.Sprintf(" delivered=%.1f/s task-ops/push=%.2f requests/push=%.2f", c.DeliveredPerSecond, c.TaskOpsPerPush,
+			c.RequestsPerPush)
+	}
+	return fmt.Sprintf("open regs=%d hosts=%d offered=%.1f/s achieved=%.1f/s throughput=%.1f/s requests=%d errors=%d (%s) late=%d busy=%d latency ms %s%s",
 		r.Registrations, r.Hosts, r.OfferedRate, r.AchievedRate, r.Throughput, r.Requests, r.errorCount(), r.errorList(),
-		r.LateStarts, r.BusyAnswers, r.Latency) + b.String()
+		r.LateStarts, r.BusyAnswers, r.Latency, cost) + b.String()
 }
 
 // runOpen measures the open loop at o.rate once per -regs value, from one
@@ -97,6 +111,10 @@ func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (open
 	busy := t.busy.Load()
 	var wg sync.WaitGroup
 	late, lag, began := 0, time.Duration(0), time.Time{}
+	mark, err := t.markUsage(ctx)
+	if err != nil {
+		return openReport{}, err
+	}
 	t0 := t.clock.Now()
 	at := func(i int) time.Time { return t0.Add(time.Duration(float64(i) / o.rate * float64(time.Second))) }
 	for i := range n {
@@ -138,6 +156,10 @@ func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (open
 	}
 	s, last := tally(recs[warm:])
 	from := at(warm)
+	c, err := t.costsSince(ctx, mark, from, o.duration, o.window+deliveryIdle)
+	if err != nil {
+		return openReport{}, err
+	}
 	var timeline []second
 	if o.timeline {
 		var err error
@@ -152,7 +174,7 @@ func (t *target) openLoop(ctx context.Context, f *fleet, o options, k int) (open
 		AchievedRate: perSecond(n-warm, began.Sub(from)+at(1).Sub(t0)),
 		Throughput:   perSecond(s.OK, max(o.duration, last.Sub(from))),
 		LateStarts:   late, MaxStartLagMs: float64(lag) / float64(time.Millisecond),
-		BusyAnswers: t.busy.Load() - busy, StaggerS: o.stagger.Seconds(), Timeline: timeline,
+		BusyAnswers: t.busy.Load() - busy, StaggerS: o.stagger.Seconds(), costs: c, Timeline: timeline,
 	}, nil
 }
 
