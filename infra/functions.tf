@@ -50,6 +50,7 @@ locals {
     ORCA_PUSH_FCM_PROJECT_ID        = var.fcm_project_id
     ORCA_PUSH_COALESCE_MS           = tostring(var.coalesce_ms)
     ORCA_PUSH_FCM_MESSAGE           = var.fcm_message
+    ORCA_PUSH_DELIVER_INLINE        = var.deliver_inline ? "1" : "0"
     ORCA_PUSH_TRUSTED_PROXY_HOPS    = tostring(local.trusted_proxy_hops)
     ORCA_PUSH_TASKS_QUEUE           = local.tasks_queue_id
     ORCA_PUSH_DELIVER_URL           = local.deliver_url

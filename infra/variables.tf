@@ -75,6 +75,12 @@ variable "coalesce_ms" {
   default     = 3000
 }
 
+variable "deliver_inline" {
+  description = "ORCA_PUSH_DELIVER_INLINE: deliver a batch due at once (no coalescing window, a dismissal, a sealed alert) within the send request that made it due, with a Cloud Task only for what must wait (a window, a retry, a held-back batch); the sweep recovers a batch whose send died mid-delivery. A push then costs one function request and no task operation instead of two of each. The send function needs the provider credentials, which every function gets."
+  type        = bool
+  default     = false
+}
+
 variable "fcm_message" {
   description = "ORCA_PUSH_FCM_MESSAGE: the FCM message form, notification (the contract's, for the phones it was written for; sealed alerts still go data-only) or data (every Android send data-only, for today's Orca phones; pair it with coalesce_ms = 0)."
   type        = string

@@ -14,3 +14,6 @@ sql_tier = "db-custom-1-3840"
 
 tasks_max_dispatches_per_second = 100
 tasks_max_concurrent_dispatches = 200
+
+# Deliver what is due at once within its send request (one function request and no task operation per push).
+deliver_inline = true

@@ -96,7 +96,7 @@ run "wiring" {
       "ORCA_PUSH_PUBLIC_URL", "ORCA_PUSH_DATABASE_URL", "ORCA_PUSH_CLOUDSQL_INSTANCE", "ORCA_PUSH_DATABASE_POOL_MAX",
       "ORCA_PUSH_APNS_TOPIC", "ORCA_PUSH_FCM_PROJECT_ID", "ORCA_PUSH_COALESCE_MS", "ORCA_PUSH_TRUSTED_PROXY_HOPS",
       "ORCA_PUSH_TASKS_QUEUE", "ORCA_PUSH_DELIVER_URL", "ORCA_PUSH_TASKS_SERVICE_ACCOUNT", "ORCA_PUSH_TASKS_AUDIENCE",
-      "ORCA_PUSH_FCM_MESSAGE",
+      "ORCA_PUSH_FCM_MESSAGE", "ORCA_PUSH_DELIVER_INLINE",
     ], keys(f.service_config[0].environment_variables))) == 0])
     error_message = "every function must get every gateway env var"
   }
@@ -254,4 +254,30 @@ run "fcm_message_refused" {
   }
 
   expect_failures = [var.fcm_message]
+}
+
+# ORCA_PUSH_DELIVER_INLINE: production delivers what is due at once within its send request; the variable's default
+# (the contract's behaviour, every batch through a task) reaches every function as "0".
+run "deliver_inline_production" {
+  command = apply
+
+  assert {
+    condition = alltrue([for k, f in google_cloudfunctions2_function.fn :
+    f.service_config[0].environment_variables.ORCA_PUSH_DELIVER_INLINE == "1"])
+    error_message = "production.tfvars must set deliver_inline, reaching every function as ORCA_PUSH_DELIVER_INLINE=1"
+  }
+}
+
+run "deliver_inline_default" {
+  command = apply
+
+  variables {
+    deliver_inline = false
+  }
+
+  assert {
+    condition = alltrue([for k, f in google_cloudfunctions2_function.fn :
+    f.service_config[0].environment_variables.ORCA_PUSH_DELIVER_INLINE == "0"])
+    error_message = "deliver_inline = false must reach every function as ORCA_PUSH_DELIVER_INLINE=0"
+  }
 }

@@ -80,3 +80,71 @@ func TestKilledMidDelivery(t *testing.T) {
 		t.Fatalf("%d requests in the end, want 1", n)
 	}
 }
+
+// TestKilledMidInlineDelivery is TestKilledMidDelivery for a batch delivered
+// inline (ORCA_PUSH_DELIVER_INLINE=1, no coalescing): the process dies while
+// the send request is in the provider call, so no task was ever made for the
+// batch. The new process's sweep finds it pending once its lease and the
+// grace have passed and hands it to a task: delivered exactly once more, with
+// the same collapse id.
+func TestKilledMidInlineDelivery(t *testing.T) {
+	pg := storetest.Postgres(t)
+	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1",
+		"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1"}
+	p1 := startEmulator(t, env...)
+	ctx := context.Background()
+	kp, _ := hostclient.GenerateKeypair(rand.Reader)
+	h, err := hostclient.New(hostclient.Options{BaseURL: p1.origin, Keypair: kp, HTTPClient: http.DefaultClient, Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := h.Register(ctx, hostclient.RegisterParams{DeviceID: "phone", Platform: contract.PlatformIOS,
+		Token: strings.Repeat("cd", 32), APNSEnvironment: contract.APNSProduction})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emulatortest.Control(t, p1.origin, "POST", "/_emulator/faults", `{"provider":"apns","token":"*","hang":true}`, nil)
+	sent := make(chan error, 1)
+	go func() { // hangs in the provider call, inside the send request
+		_, err := h.Send(ctx, []string{reg}, contract.Notification{NotificationID: "n1", Seq: 1, Epoch: "e",
+			Source: contract.SourceAgentTaskComplete, AgentState: contract.AgentFinished, Title: "Done", Body: "b"})
+		sent <- err
+	}()
+	var first []standin.Delivery
+	for deadline := time.Now().Add(10 * time.Second); len(first) == 0; { // crossing a process boundary
+		if time.Now().After(deadline) {
+			t.Fatal("the alert never reached the stand-in")
+		}
+		first = processInbox(t, p1.origin)
+	}
+	var tasks struct{ Tasks []any }
+	emulatortest.Control(t, p1.origin, "GET", "/_emulator/tasks", "", &tasks)
+	if len(tasks.Tasks) != 0 {
+		t.Fatalf("%d tasks pending during an inline delivery, want none", len(tasks.Tasks))
+	}
+	if err := p1.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p1.cmd.Wait()
+	if err := <-sent; err == nil {
+		t.Fatal("the send answered although its process was killed")
+	}
+
+	p2 := startEmulator(t, env...)
+	for range 3 { // past the 30 s lease and the sweep's grace; sweeps run each minute
+		emulatortest.Control(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":61000}`, nil)
+		emulatortest.Control(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)
+	}
+	again := processInbox(t, p2.origin)
+	if len(again) != 1 || again[0].Status != http.StatusOK {
+		t.Fatalf("after the restart the stand-in got %+v, want one accepted request", again)
+	}
+	if a, b := first[0].Headers["apns-collapse-id"], again[0].Headers["apns-collapse-id"]; a == "" || a != b {
+		t.Fatalf("collapse ids %q and %q, want the same", a, b)
+	}
+	emulatortest.Control(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":300000}`, nil)
+	emulatortest.Control(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)
+	if n := len(processInbox(t, p2.origin)); n != 1 {
+		t.Fatalf("%d requests in the end, want 1", n)
+	}
+}

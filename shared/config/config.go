@@ -58,6 +58,10 @@ type Config struct {
 	TasksServiceAccount string
 	// TasksAudience is ORCA_PUSH_TASKS_AUDIENCE (default DeliverURL).
 	TasksAudience string
+	// DeliverInline is ORCA_PUSH_DELIVER_INLINE=1: a batch due at once is
+	// delivered within the send request that made it due, not through a
+	// task (delivery.Inline).
+	DeliverInline bool
 	// ManualClock is ORCA_PUSH_MANUAL_CLOCK=1 (emulator only).
 	ManualClock bool
 }
@@ -177,6 +181,13 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.FCMMessage != FCMNotification && c.FCMMessage != FCMData {
 		errs = append(errs, &VarError{"ORCA_PUSH_FCM_MESSAGE", "must be notification or data"})
+	}
+	switch get("ORCA_PUSH_DELIVER_INLINE") {
+	case "", "0":
+	case "1":
+		c.DeliverInline = true
+	default:
+		errs = append(errs, &VarError{"ORCA_PUSH_DELIVER_INLINE", "must be 0 or 1"})
 	}
 	if c.CloudSQLInstance != "" && c.DatabaseURL == "" {
 		errs = append(errs, &VarError{"ORCA_PUSH_CLOUDSQL_INSTANCE", "needs ORCA_PUSH_DATABASE_URL (user and database name)"})

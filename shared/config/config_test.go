@@ -46,6 +46,8 @@ func TestRefusals(t *testing.T) {
 		{"project", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_FCM_PROJECT_ID": "Bad_Project"}, "ORCA_PUSH_FCM_PROJECT_ID"},
 		{"fcm message unknown", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_FCM_MESSAGE": "both"}, "ORCA_PUSH_FCM_MESSAGE"},
 		{"fcm message upper case", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_FCM_MESSAGE": "DATA"}, "ORCA_PUSH_FCM_MESSAGE"},
+		{"deliver inline word", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_DELIVER_INLINE": "true"}, "ORCA_PUSH_DELIVER_INLINE"},
+		{"deliver inline two", map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_DELIVER_INLINE": "2"}, "ORCA_PUSH_DELIVER_INLINE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,5 +142,15 @@ func TestFCMMessage(t *testing.T) {
 	}
 	if config.FCMNotification != "notification" || config.FCMData != "data" {
 		t.Errorf("wire values = %q, %q", config.FCMNotification, config.FCMData)
+	}
+}
+
+// TestDeliverInline pins ORCA_PUSH_DELIVER_INLINE: off unless "1".
+func TestDeliverInline(t *testing.T) {
+	for value, want := range map[string]bool{"": false, "0": false, "1": true, " 1 ": true} {
+		c, err := load(map[string]string{"ORCA_PUSH_PUBLIC_URL": "https://push.onorca.dev", "ORCA_PUSH_DELIVER_INLINE": value})
+		if err != nil || c.DeliverInline != want {
+			t.Errorf("ORCA_PUSH_DELIVER_INLINE=%q: DeliverInline = %v, %v; want %v", value, c.DeliverInline, err, want)
+		}
 	}
 }

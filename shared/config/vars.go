@@ -35,6 +35,7 @@ func Vars() []Var {
 			"coalescing window in ms, 0.." + ms(contract.MaxCoalesce.Milliseconds())},
 		{"ORCA_PUSH_FCM_MESSAGE", string(FCMNotification),
 			"FCM message form: notification (today's) or data (data-only, for today's Orca phones)"},
+		{"ORCA_PUSH_DELIVER_INLINE", "0", "1: deliver a batch due at once within its send request, a task only for what must wait"},
 		{"ORCA_PUSH_TRUSTED_PROXY_HOPS", "0", "proxies that append to x-forwarded-for after the client"},
 		{"ORCA_PUSH_TASKS_QUEUE", "unset", "Cloud Tasks queue path"},
 		{"ORCA_PUSH_DELIVER_URL", "unset", "the deliver function's URL"},

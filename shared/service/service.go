@@ -99,19 +99,25 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
+	s.Deliverer, err = delivery.NewDeliverer(delivery.DelivererOptions{
+		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: o.Scheduler, APNS: o.APNS, FCM: o.FCM,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	admit := o.Scheduler
+	if o.Config.DeliverInline {
+		if admit, err = delivery.NewInline(s.Deliverer, o.Scheduler, o.Clock); err != nil {
+			return nil, fmt.Errorf("service: %w", err)
+		}
+	}
 	s.Admission, err = delivery.NewAdmission(delivery.Options{
-		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: o.Scheduler, Coalesce: o.Config.Coalesce,
+		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: admit, Coalesce: o.Config.Coalesce,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	s.Receipts, err = delivery.NewReceipts(delivery.ReceiptsOptions{Store: st, Clock: o.Clock, Counters: s.Counters})
-	if err != nil {
-		return nil, fmt.Errorf("service: %w", err)
-	}
-	s.Deliverer, err = delivery.NewDeliverer(delivery.DelivererOptions{
-		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: o.Scheduler, APNS: o.APNS, FCM: o.FCM,
-	})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
