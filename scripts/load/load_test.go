@@ -418,3 +418,21 @@ func TestBySecond(t *testing.T) {
 		t.Errorf("bySecond requests, ok = %v, want %v", got, want)
 	}
 }
+
+// TestOpenLoopCostsInline holds the goals of issue "past one queue" through
+// the emulator process, as the load tool counts them: with no coalescing
+// and inline delivery (production's settings), at most 0.5 Cloud Tasks
+// operations and 1.3 function requests per delivered push.
+func TestOpenLoopCostsInline(t *testing.T) {
+	f := mustEmulator(t, "ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1")
+	out := mustRun(t, "open", "-gateway", f.origin(), "-rate", "20", "-duration", "1s", "-warmup", "500ms", "-regs", "1",
+		"-hosts", "2", "-stagger", "0", "-window", "0s")
+	if len(out.open) != 1 {
+		t.Fatalf("open reports = %d, want 1", len(out.open))
+	}
+	c := out.open[0].costs
+	if c.DeliveredPerSecond <= 0 || c.TaskOpsPerPush > 0.5 || c.RequestsPerPush > 1.3 || c.RequestsPerPush < 1 {
+		t.Fatalf("costs %+v, want deliveries, at most 0.5 task operations and 1..1.3 requests per push", c)
+	}
+	checkDeliveries(t, out, 30, 0)
+}
