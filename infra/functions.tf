@@ -21,10 +21,10 @@ locals {
   # Cloud Run's deterministic URL (https://SERVICE-PROJECT_NUMBER.REGION.run.app). It is known before the function
   # exists, so every function, the queue and the Scheduler job can name deliver's and sweep's URL without a cycle
   # (the functions' own env needs deliver's URL: deliver and sweep schedule tasks too).
-  function_urls  = { for k, n in local.function_names : k => "https://${n}-${data.google_project.this.number}.${var.region}.run.app" }
-  deliver_url    = local.function_urls["deliver"]
-  sweep_url      = local.function_urls["sweep"]
-  tasks_queue_id = "projects/${var.project_id}/locations/${var.region}/queues/${google_cloud_tasks_queue.deliver.name}"
+  function_urls   = { for k, n in local.function_names : k => "https://${n}-${data.google_project.this.number}.${var.region}.run.app" }
+  deliver_url     = local.function_urls["deliver"]
+  sweep_url       = local.function_urls["sweep"]
+  tasks_queue_ids = [for q in google_cloud_tasks_queue.deliver : "projects/${var.project_id}/locations/${var.region}/queues/${q.name}"]
 
   runtime_sa_email = google_service_account.runtime.email
   # IAM database user name: the service account email without ".gserviceaccount.com" (Cloud SQL IAM auth rule).
@@ -52,7 +52,7 @@ locals {
     ORCA_PUSH_FCM_MESSAGE           = var.fcm_message
     ORCA_PUSH_DELIVER_INLINE        = var.deliver_inline ? "1" : "0"
     ORCA_PUSH_TRUSTED_PROXY_HOPS    = tostring(local.trusted_proxy_hops)
-    ORCA_PUSH_TASKS_QUEUE           = local.tasks_queue_id
+    ORCA_PUSH_TASKS_QUEUE           = join(",", local.tasks_queue_ids)
     ORCA_PUSH_DELIVER_URL           = local.deliver_url
     ORCA_PUSH_TASKS_SERVICE_ACCOUNT = google_service_account.tasks.email
     ORCA_PUSH_TASKS_AUDIENCE        = local.deliver_url

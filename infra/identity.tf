@@ -62,10 +62,16 @@ resource "google_project_iam_member" "runtime_sql" {
 # send, deliver and sweep create tasks on the queue, and name the tasks service account as the OIDC identity, which
 # needs iam.serviceAccounts.actAs on it.
 resource "google_cloud_tasks_queue_iam_member" "runtime_enqueuer" {
-  name     = google_cloud_tasks_queue.deliver.name
+  count    = var.tasks_queue_count
+  name     = google_cloud_tasks_queue.deliver[count.index].name
   location = var.region
   role     = "roles/cloudtasks.enqueuer"
   member   = google_service_account.runtime.member
+}
+
+moved {
+  from = google_cloud_tasks_queue_iam_member.runtime_enqueuer
+  to   = google_cloud_tasks_queue_iam_member.runtime_enqueuer[0]
 }
 
 resource "google_service_account_iam_member" "runtime_acts_as_tasks" {

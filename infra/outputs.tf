@@ -8,9 +8,9 @@ output "function_urls" {
   value       = local.function_urls
 }
 
-output "tasks_queue" {
-  description = "Full path of the Cloud Tasks queue (ORCA_PUSH_TASKS_QUEUE)."
-  value       = local.tasks_queue_id
+output "tasks_queues" {
+  description = "Full paths of the Cloud Tasks delivery queues (ORCA_PUSH_TASKS_QUEUE, comma-separated)."
+  value       = local.tasks_queue_ids
 }
 
 output "sql_connection_name" {

@@ -1,8 +1,12 @@
 # Cloud Tasks: send (and deliver/sweep, for retries and lost tasks) schedule one task per due batch; the queue calls
 # deliver. Cloud Scheduler calls sweep every minute.
 
+# The delivery queues: tasks_queue_count of them, each under the same limits. The first keeps the name the one queue
+# always had (and its state address moves, below), so going from 1 to N queues recreates nothing: the tasks on it
+# keep draining, and the gateway spreads new ones over every queue by a hash of their registration.
 resource "google_cloud_tasks_queue" "deliver" {
-  name     = "${var.name_prefix}-deliver"
+  count    = var.tasks_queue_count
+  name     = count.index == 0 ? "${var.name_prefix}-deliver" : format("%s-deliver-%02d", var.name_prefix, count.index)
   location = var.region
 
   rate_limits {
@@ -65,4 +69,9 @@ resource "google_cloud_scheduler_job" "sweep" {
   }
 
   depends_on = [google_cloud_run_v2_service_iam_member.private_invoker]
+}
+
+moved {
+  from = google_cloud_tasks_queue.deliver
+  to   = google_cloud_tasks_queue.deliver[0]
 }

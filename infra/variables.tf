@@ -133,12 +133,23 @@ variable "vpc_connector_cidr" {
   default     = "10.8.0.0/28"
 }
 
+variable "tasks_queue_count" {
+  description = "Delivery queues (1..32). One queue dispatches at most 500 tasks a second; the gateway spreads tasks over the queues by a hash of their registration, so one phone's tasks stay in one. Raising it recreates nothing (the first queue keeps its name); lowering it strands the tasks on the queues dropped, which the sweep re-enqueues within a minute or two (infra/README.md, \"Queues\")."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.tasks_queue_count >= 1 && var.tasks_queue_count <= 32 && floor(var.tasks_queue_count) == var.tasks_queue_count
+    error_message = "tasks_queue_count must be a whole number in 1..32 (the gateway refuses more queues)."
+  }
+}
+
 variable "tasks_max_dispatches_per_second" {
-  description = "Cloud Tasks rate limit: task dispatches per second to deliver."
+  description = "Cloud Tasks rate limit per queue: task dispatches per second to deliver (at most 500)."
   type        = number
 }
 
 variable "tasks_max_concurrent_dispatches" {
-  description = "Cloud Tasks rate limit: deliver calls in flight at once."
+  description = "Cloud Tasks rate limit per queue: deliver calls in flight at once. Times tasks_queue_count it must stay within deliver_max_instances x request_concurrency."
   type        = number
 }

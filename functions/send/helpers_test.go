@@ -39,7 +39,7 @@ type recorder struct {
 	at map[string]int64 // batch id → last due time, epoch ms
 }
 
-func (r *recorder) Schedule(_ context.Context, batchID string, at time.Time, _ string) error {
+func (r *recorder) Schedule(_ context.Context, batchID, _ string, at time.Time, _ string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.at[batchID] = at.UnixMilli()

@@ -12,8 +12,11 @@ deliver_max_instances = 3
 
 sql_tier = "db-custom-1-3840"
 
+# Three queues of 100 dispatches a second and 80 in flight each: 300/s, and 240 in flight, what 3 deliver instances
+# of concurrency 80 serve.
+tasks_queue_count               = 3
 tasks_max_dispatches_per_second = 100
-tasks_max_concurrent_dispatches = 200
+tasks_max_concurrent_dispatches = 80
 
 # Deliver what is due at once within its send request (one function request and no task operation per push).
 deliver_inline = true

@@ -107,7 +107,7 @@ run "wiring" {
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_CLOUDSQL_INSTANCE == "onorca-cloud:us-central1:orca-cloud-push-pg" &&
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_PUBLIC_URL == "https://push.onorca.dev" &&
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TRUSTED_PROXY_HOPS == "1" &&
-      google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_QUEUE == "projects/onorca-cloud/locations/us-central1/queues/orca-cloud-push-deliver" &&
+      google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_QUEUE == "projects/onorca-cloud/locations/us-central1/queues/orca-cloud-push-deliver,projects/onorca-cloud/locations/us-central1/queues/orca-cloud-push-deliver-01,projects/onorca-cloud/locations/us-central1/queues/orca-cloud-push-deliver-02" &&
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_DELIVER_URL == "https://orca-cloud-push-deliver-123456789012.us-central1.run.app" &&
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_AUDIENCE == "https://orca-cloud-push-deliver-123456789012.us-central1.run.app" &&
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_SERVICE_ACCOUNT == "orca-cloud-push-tasks@onorca-cloud.iam.gserviceaccount.com" &&
@@ -144,20 +144,20 @@ run "wiring" {
 
   assert {
     condition = (
-      google_cloud_tasks_queue.deliver.http_target[0].uri_override[0].host == "orca-cloud-push-deliver-123456789012.us-central1.run.app" &&
-      google_cloud_tasks_queue.deliver.http_target[0].uri_override[0].uri_override_enforce_mode == "ALWAYS" &&
-      google_cloud_tasks_queue.deliver.http_target[0].oidc_token[0].service_account_email == google_service_account.tasks.email &&
-      google_cloud_tasks_queue.deliver.http_target[0].oidc_token[0].audience == "https://orca-cloud-push-deliver-123456789012.us-central1.run.app"
+      google_cloud_tasks_queue.deliver[0].http_target[0].uri_override[0].host == "orca-cloud-push-deliver-123456789012.us-central1.run.app" &&
+      google_cloud_tasks_queue.deliver[0].http_target[0].uri_override[0].uri_override_enforce_mode == "ALWAYS" &&
+      google_cloud_tasks_queue.deliver[0].http_target[0].oidc_token[0].service_account_email == google_service_account.tasks.email &&
+      google_cloud_tasks_queue.deliver[0].http_target[0].oidc_token[0].audience == "https://orca-cloud-push-deliver-123456789012.us-central1.run.app"
     )
     error_message = "the queue must only call deliver, with an OIDC token for the tasks service account"
   }
 
   assert {
     condition = (
-      google_cloud_tasks_queue.deliver.retry_config[0].min_backoff == "1s" &&
-      google_cloud_tasks_queue.deliver.retry_config[0].max_backoff == "30s" &&
-      google_cloud_tasks_queue.deliver.retry_config[0].max_attempts == 20 &&
-      google_cloud_tasks_queue.deliver.rate_limits[0].max_concurrent_dispatches <= 80 * var.deliver_max_instances
+      google_cloud_tasks_queue.deliver[0].retry_config[0].min_backoff == "1s" &&
+      google_cloud_tasks_queue.deliver[0].retry_config[0].max_backoff == "30s" &&
+      google_cloud_tasks_queue.deliver[0].retry_config[0].max_attempts == 20 &&
+      google_cloud_tasks_queue.deliver[0].rate_limits[0].max_concurrent_dispatches * var.tasks_queue_count <= 80 * var.deliver_max_instances
     )
     error_message = "queue retry/rate config drifted from the documented policy"
   }
@@ -174,8 +174,8 @@ run "wiring" {
 
   assert {
     condition = (
-      google_cloud_tasks_queue_iam_member.runtime_enqueuer.role == "roles/cloudtasks.enqueuer" &&
-      google_cloud_tasks_queue_iam_member.runtime_enqueuer.member == google_service_account.runtime.member &&
+      google_cloud_tasks_queue_iam_member.runtime_enqueuer[0].role == "roles/cloudtasks.enqueuer" &&
+      google_cloud_tasks_queue_iam_member.runtime_enqueuer[0].member == google_service_account.runtime.member &&
       google_service_account_iam_member.runtime_acts_as_tasks.role == "roles/iam.serviceAccountUser" &&
       google_service_account_iam_member.runtime_acts_as_tasks.member == google_service_account.runtime.member
     )
@@ -280,4 +280,47 @@ run "deliver_inline_default" {
     f.service_config[0].environment_variables.ORCA_PUSH_DELIVER_INLINE == "0"])
     error_message = "deliver_inline = false must reach every function as ORCA_PUSH_DELIVER_INLINE=0"
   }
+}
+
+# tasks_queue_count: production's three queues, the first with the name the one queue always had, each one the
+# runtime account may enqueue on; one queue by default.
+run "tasks_queues_production" {
+  command = apply
+
+  assert {
+    condition     = [for q in google_cloud_tasks_queue.deliver : q.name] == ["orca-cloud-push-deliver", "orca-cloud-push-deliver-01", "orca-cloud-push-deliver-02"]
+    error_message = "production must declare three delivery queues, the first keeping its name"
+  }
+
+  assert {
+    condition = length(google_cloud_tasks_queue_iam_member.runtime_enqueuer) == 3 && alltrue([
+      for i, m in google_cloud_tasks_queue_iam_member.runtime_enqueuer : m.name == google_cloud_tasks_queue.deliver[i].name
+    ])
+    error_message = "the runtime account must be able to enqueue on every delivery queue"
+  }
+}
+
+run "tasks_queues_default" {
+  command = apply
+
+  variables {
+    tasks_queue_count               = 1
+    tasks_max_concurrent_dispatches = 200
+  }
+
+  assert {
+    condition = length(google_cloud_tasks_queue.deliver) == 1 && (
+    google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_QUEUE == "projects/onorca-cloud/locations/us-central1/queues/orca-cloud-push-deliver")
+    error_message = "one queue: ORCA_PUSH_TASKS_QUEUE is the one queue's path, as before"
+  }
+}
+
+run "tasks_queues_refused" {
+  command = plan
+
+  variables {
+    tasks_queue_count = 33
+  }
+
+  expect_failures = [var.tasks_queue_count]
 }

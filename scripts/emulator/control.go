@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"onorca.dev/push/shared/httpx"
 	"onorca.dev/push/shared/providers/standin"
 	"onorca.dev/push/shared/service"
+	"onorca.dev/push/shared/tasks/taskemu"
 )
 
 // control serves the /_emulator routes of design.md (unauthenticated, never
@@ -58,11 +60,7 @@ func (c *control) mux() http.Handler {
 		}
 		httpx.WriteEmpty(w, http.StatusNoContent)
 	})
-	mux.HandleFunc("GET /_emulator/tasks", func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteJSON(w, http.StatusOK, struct {
-			Tasks any `json:"tasks"`
-		}{nonNil(c.local.tasks.Tasks())})
-	})
+	mux.HandleFunc("GET /_emulator/tasks", c.getTasks)
 	mux.HandleFunc("POST /_emulator/tasks/run-due", c.runDue)
 	mux.HandleFunc("GET /_emulator/usage", c.getUsage)
 	mux.HandleFunc("POST /_emulator/demo/session", c.demoSession)
@@ -188,4 +186,22 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// getTasks is GET /_emulator/tasks: the tasks waiting or in flight, and how
+// many of them each delivery queue holds.
+func (c *control) getTasks(w http.ResponseWriter, r *http.Request) {
+	ts := nonNil(c.local.tasks.Tasks())
+	queues := make(map[string]int, len(c.local.queues))
+	for _, q := range c.local.queues {
+		queues[q] = 0
+	}
+	for _, t := range ts {
+		q, _, _ := strings.Cut(t.Name, "/tasks/")
+		queues[q]++
+	}
+	httpx.WriteJSON(w, http.StatusOK, struct {
+		Tasks  []taskemu.TaskInfo `json:"tasks"`
+		Queues map[string]int     `json:"queues"`
+	}{ts, queues})
 }

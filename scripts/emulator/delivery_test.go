@@ -36,6 +36,12 @@ type emu struct {
 // "NAME=value".
 func startEmu(t *testing.T, d storetest.Dialect, extra ...string) *emu {
 	t.Helper()
+	return startEmuWith(t, d, queueOptions{}, extra...)
+}
+
+// startEmuWith is startEmu with the Cloud Tasks queues shaped by q.
+func startEmuWith(t *testing.T, d storetest.Dialect, q queueOptions, extra ...string) *emu {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	origin := "http://" + srv.Listener.Addr().String()
 	opts := d.Options(t)
@@ -52,7 +58,7 @@ func startEmu(t *testing.T, d storetest.Dialect, extra ...string) *emu {
 	}
 	clk := clock.NewManual(time.UnixMilli(1_800_000_000_000))
 	ctx, cancel := context.WithCancel(context.Background())
-	em, err := newEmulator(ctx, cfg, clk, clk, origin, slog.New(slog.NewJSONHandler(io.Discard, nil)), nil)
+	em, err := newEmulator(ctx, cfg, clk, clk, origin, slog.New(slog.NewJSONHandler(io.Discard, nil)), nil, q)
 	if err != nil {
 		t.Fatal(err)
 	}

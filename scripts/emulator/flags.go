@@ -8,12 +8,25 @@ import (
 	"text/tabwriter"
 
 	"onorca.dev/push/shared/config"
+	"onorca.dev/push/shared/tasks"
+	"onorca.dev/push/shared/tasks/taskemu"
 )
 
 // options are the emulator's flags.
 type options struct {
 	addr   string
 	manual bool
+	queues queueOptions
+}
+
+// queueOptions shape the emulator's Cloud Tasks queues.
+type queueOptions struct {
+	// count is how many delivery queues the gateway spreads its tasks
+	// over (as ORCA_PUSH_TASKS_QUEUE lists them deployed), 1..tasks.MaxQueues.
+	count int
+	// rate is each queue's dispatches per second (a real queue's
+	// max_dispatches_per_second, at most 500); 0: no limit.
+	rate float64
 }
 
 // usageError is a command line the emulator does not understand; main exits
@@ -31,6 +44,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.addr, "addr", "", "`address` to listen on (default 127.0.0.1:$PORT, PORT defaulting to 8080);\n"+
 		":PORT or 0.0.0.0:PORT listen on every interface, and the public origin is then http://127.0.0.1:PORT")
 	fs.BoolVar(&o.manual, "manual-clock", false, "start with a frozen clock moved only by POST /_emulator/clock (or ORCA_PUSH_MANUAL_CLOCK=1)")
+	fs.IntVar(&o.queues.count, "queues", 1, "delivery `queues` the gateway spreads its tasks over by a hash of their registration, 1..32")
+	fs.Float64Var(&o.queues.rate, "queue-rate", taskemu.MaxRate, "each queue's dispatches per `second`, as a real queue's max_dispatches_per_second (1..500)")
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -40,6 +55,10 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		return o, usageError{err}
 	case fs.NArg() > 0:
 		return o, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	case o.queues.count < 1 || o.queues.count > tasks.MaxQueues:
+		return o, usageError{fmt.Errorf("-queues %d is outside 1..%d", o.queues.count, tasks.MaxQueues)}
+	case !(o.queues.rate >= 1 && o.queues.rate <= taskemu.MaxRate):
+		return o, usageError{fmt.Errorf("-queue-rate %v is outside 1..%d", o.queues.rate, taskemu.MaxRate)}
 	}
 	return o, nil
 }

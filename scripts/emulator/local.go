@@ -26,9 +26,20 @@ import (
 const (
 	deliverPath = "/_internal/deliver"
 	sweepPath   = "/_internal/sweep"
-	// localQueue is the queue path the local Cloud Tasks emulator serves.
+	// localQueue is the path of the first queue the local Cloud Tasks
+	// emulator serves; the others are localQueue-01, -02...
 	localQueue = "projects/local/locations/local/queues/orca-push"
 )
+
+// localQueues names n delivery queues as Terraform names them: the first
+// keeps the one queue's name.
+func localQueues(n int) []string {
+	qs := []string{localQueue}
+	for i := 1; i < n; i++ {
+		qs = append(qs, fmt.Sprintf("%s-%02d", localQueue, i))
+	}
+	return qs
+}
 
 // local is what stands in for Google and Apple: the Cloud Tasks emulator
 // (reached by the real cloudtasks client over gRPC), the APNs and FCM
@@ -39,6 +50,7 @@ type local struct {
 	grpc      *grpc.Server
 	standins  *standin.Server
 	scheduler *tasks.Scheduler
+	queues    []string // the delivery queues, in the scheduler's order
 	apns      *apns.Client
 	fcm       *fcm.Client
 }
@@ -50,8 +62,8 @@ const (
 	localTeamID = "EMULATORT1"
 )
 
-func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Config, origin string) (*local, error) {
-	l := &local{}
+func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Config, origin string, q queueOptions) (*local, error) {
+	l := &local{queues: localQueues(max(q.count, 1))}
 	ok := false
 	defer func() {
 		if !ok {
@@ -62,7 +74,7 @@ func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Co
 	// The dispatcher outlives ctx: the process pauses and drains it when
 	// it shuts down, so that a delivery in flight finishes (run).
 	l.tasks, err = taskemu.New(context.WithoutCancel(ctx), taskemu.Options{
-		Clock: clk, Manual: manual,
+		Clock: clk, Manual: manual, Rate: q.rate,
 		HTTPClient: &http.Client{Timeout: contract.ProviderTimeout + 20*time.Second},
 	})
 	if err != nil {
@@ -77,7 +89,7 @@ func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Co
 	go l.grpc.Serve(lis)
 
 	l.scheduler, err = tasks.New(ctx, tasks.Options{
-		Queue: localQueue, DeliverURL: origin + deliverPath,
+		Queues: l.queues, DeliverURL: origin + deliverPath,
 		ClientOptions: []option.ClientOption{
 			option.WithEndpoint(lis.Addr().String()),
 			option.WithoutAuthentication(),

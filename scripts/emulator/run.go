@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	em, err := newEmulator(ctx, cfg, clk, manualClock, origin, log, (&refusals{w: stderr}).print)
+	em, err := newEmulator(ctx, cfg, clk, manualClock, origin, log, (&refusals{w: stderr}).print, o.queues)
 	if err != nil {
 		return err
 	}
@@ -178,10 +178,10 @@ type emulator struct {
 // newEmulator builds the emulator for the given configuration and clock
 // (manualClock is nil with the real clock). origin is where the emulator's
 // own routes are reached; rejected, when not nil, is told why each 400 was
-// answered.
+// answered; q shapes the Cloud Tasks queues (zero: one queue, no rate).
 func newEmulator(ctx context.Context, cfg config.Config, clk clock.Clock, manualClock *clock.Manual, origin string,
-	log *slog.Logger, rejected func(route, reason string)) (*emulator, error) {
-	local, err := startLocal(ctx, clk, manualClock != nil, cfg, origin)
+	log *slog.Logger, rejected func(route, reason string), q queueOptions) (*emulator, error) {
+	local, err := startLocal(ctx, clk, manualClock != nil, cfg, origin, q)
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,8 @@ type Config struct {
 	Coalesce time.Duration
 	// TrustedProxyHops is ORCA_PUSH_TRUSTED_PROXY_HOPS.
 	TrustedProxyHops int
-	// TasksQueue is ORCA_PUSH_TASKS_QUEUE, the full Cloud Tasks queue path.
+	// TasksQueue is ORCA_PUSH_TASKS_QUEUE: the full Cloud Tasks queue path,
+	// or several separated by commas (tasks.ParseQueues).
 	TasksQueue string
 	// DeliverURL is ORCA_PUSH_DELIVER_URL, the deliver function's URL.
 	DeliverURL string

@@ -37,7 +37,7 @@ func Vars() []Var {
 			"FCM message form: notification (today's) or data (data-only, for today's Orca phones)"},
 		{"ORCA_PUSH_DELIVER_INLINE", "0", "1: deliver a batch due at once within its send request, a task only for what must wait"},
 		{"ORCA_PUSH_TRUSTED_PROXY_HOPS", "0", "proxies that append to x-forwarded-for after the client"},
-		{"ORCA_PUSH_TASKS_QUEUE", "unset", "Cloud Tasks queue path"},
+		{"ORCA_PUSH_TASKS_QUEUE", "unset", "Cloud Tasks queue path, or several separated by commas"},
 		{"ORCA_PUSH_DELIVER_URL", "unset", "the deliver function's URL"},
 		{"ORCA_PUSH_TASKS_SERVICE_ACCOUNT", "unset", "identity Cloud Tasks uses to call deliver"},
 		{"ORCA_PUSH_TASKS_AUDIENCE", "ORCA_PUSH_DELIVER_URL", "OIDC audience of those calls"},

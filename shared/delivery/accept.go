@@ -124,7 +124,7 @@ func (a *Admission) place(ctx context.Context, tx *store.Tx, ev *event, recipien
 		return err
 	}
 	for i, id := range ids {
-		out.due = append(out.due, due{batchID: id, at: out.opened[i].DueAt})
+		out.due = append(out.due, due{batchID: id, registrationID: out.opened[i].RegistrationID, at: out.opened[i].DueAt})
 	}
 	return nil
 }

@@ -58,10 +58,11 @@ func NewAdmission(o Options) (*Admission, error) {
 		coalesce: o.Coalesce.Milliseconds()}, nil
 }
 
-// due is a batch to hand to the scheduler, due at epoch milliseconds.
+// due is a batch of a registration to hand to the scheduler, due at epoch
+// milliseconds.
 type due struct {
-	batchID string
-	at      int64
+	batchID, registrationID string
+	at                      int64
 }
 
 // Send admits req from host (reference-behaviour §4.2 for every
@@ -142,7 +143,7 @@ func (a *Admission) schedule(ctx context.Context, batches []due) {
 	g.SetLimit(scheduleFanOut)
 	for _, b := range batches {
 		g.Go(func() error {
-			if err := a.scheduler.Schedule(ctx, b.batchID, time.UnixMilli(b.at), ""); err != nil {
+			if err := a.scheduler.Schedule(ctx, b.batchID, b.registrationID, time.UnixMilli(b.at), ""); err != nil {
 				a.counters.Inc(obs.ScheduleFailed)
 			}
 			return nil

@@ -44,7 +44,7 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 		if err := tx.MakeDue(ctx, open.ID, now); err != nil {
 			return err
 		}
-		out.due = append(out.due, due{batchID: open.ID, at: now})
+		out.due = append(out.due, due{batchID: open.ID, registrationID: r.RegistrationID, at: now})
 	}
 	dueAt := dueTime(now, window, deadline)
 	out.open(store.NewBatch{

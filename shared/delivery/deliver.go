@@ -171,7 +171,7 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 			// retry). Should it be lost, look again when its lease runs
 			// out. An early task does nothing: the one for the due time
 			// exists.
-			d.schedule(ctx, batchID, cl.HeldUntil, "")
+			d.schedule(ctx, batchID, cl.Batch.RegistrationID, cl.HeldUntil, "")
 		}
 		return nil, nil
 	}
@@ -230,16 +230,16 @@ func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchSta
 	if err != nil {
 		return fmt.Errorf("finish: %w", err)
 	}
-	d.wake(ctx, next, now, c.token)
+	d.wake(ctx, c.batch.RegistrationID, next, now, c.token)
 	return nil
 }
 
 // wake hands the batches this lease (token) held back to the scheduler, due
 // at now. The lease token keys the tasks, so a wake-up never merges with the
 // batch's own task for the same millisecond, which has run already.
-func (d *Deliverer) wake(ctx context.Context, ids []string, now int64, token string) {
+func (d *Deliverer) wake(ctx context.Context, registrationID string, ids []string, now int64, token string) {
 	for _, id := range ids {
-		d.schedule(ctx, id, now, token)
+		d.schedule(ctx, id, registrationID, now, token)
 	}
 }
 
@@ -276,9 +276,9 @@ func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) err
 		return fmt.Errorf("retry: %w", err)
 	}
 	if retried {
-		d.schedule(ctx, c.batch.ID, at, "")
+		d.schedule(ctx, c.batch.ID, c.batch.RegistrationID, at, "")
 	}
-	d.wake(ctx, next, now, c.token)
+	d.wake(ctx, c.batch.RegistrationID, next, now, c.token)
 	return nil
 }
 
@@ -290,8 +290,8 @@ func backoff(attempts int) time.Duration {
 
 // schedule hands a batch to the scheduler; a failure is counted, never
 // returned: the sweep re-schedules due batches whose task was lost.
-func (d *Deliverer) schedule(ctx context.Context, batchID string, at int64, key string) {
-	if err := d.scheduler.Schedule(ctx, batchID, time.UnixMilli(at), key); err != nil {
+func (d *Deliverer) schedule(ctx context.Context, batchID, registrationID string, at int64, key string) {
+	if err := d.scheduler.Schedule(ctx, batchID, registrationID, time.UnixMilli(at), key); err != nil {
 		d.counters.Inc(obs.ScheduleFailed)
 	}
 }

@@ -44,7 +44,7 @@ type recorder struct {
 	fail  bool
 }
 
-func (r *recorder) Schedule(_ context.Context, batchID string, at time.Time, key string) error {
+func (r *recorder) Schedule(_ context.Context, batchID, _ string, at time.Time, key string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, call{batchID, at.UnixMilli(), key})

@@ -41,12 +41,12 @@ func NewInline(d *Deliverer, next Scheduler, clk clock.Clock) (*Inline, error) {
 
 // Schedule delivers batchID now when it is due by now and key is empty (a
 // batch's own due time, as admission asks), or hands it to Next.
-func (s *Inline) Schedule(ctx context.Context, batchID string, at time.Time, key string) error {
+func (s *Inline) Schedule(ctx context.Context, batchID, registrationID string, at time.Time, key string) error {
 	if key != "" || at.After(s.Clock.Now()) {
-		return s.Next.Schedule(ctx, batchID, at, key)
+		return s.Next.Schedule(ctx, batchID, registrationID, at, key)
 	}
 	if err := s.Deliverer.Deliver(ctx, batchID); err != nil {
-		return s.Next.Schedule(ctx, batchID, at, key)
+		return s.Next.Schedule(ctx, batchID, registrationID, at, key)
 	}
 	return nil
 }

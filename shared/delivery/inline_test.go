@@ -51,7 +51,7 @@ func TestInline(t *testing.T) {
 			now := e.clock.Advance(3 * time.Second)
 
 			// Due now: delivered in the call, nothing scheduled.
-			if err := in.Schedule(ctx, a, now, ""); err != nil {
+			if err := in.Schedule(ctx, a, "reg", now, ""); err != nil {
 				t.Fatal(err)
 			}
 			if sends != 1 || state(a) != store.BatchSent || len(next.take()) != 0 {
@@ -61,10 +61,10 @@ func TestInline(t *testing.T) {
 			// Due later, or a wake-up keyed by the lease that held it back:
 			// the next scheduler's.
 			later := now.Add(3 * time.Second)
-			if err := in.Schedule(ctx, b, later, ""); err != nil {
+			if err := in.Schedule(ctx, b, "reg", later, ""); err != nil {
 				t.Fatal(err)
 			}
-			if err := in.Schedule(ctx, b, now, "lease-1"); err != nil {
+			if err := in.Schedule(ctx, b, "reg", now, "lease-1"); err != nil {
 				t.Fatal(err)
 			}
 			want := []call{{b, now.UnixMilli(), "lease-1"}, {b, later.UnixMilli(), ""}}
@@ -75,7 +75,7 @@ func TestInline(t *testing.T) {
 			// A retryable answer: the delivery schedules the retry itself,
 			// through its own scheduler, once.
 			outcome = push.Outcome{Kind: push.Retry, Reason: "ServiceUnavailable"}
-			if err := in.Schedule(ctx, c, now, ""); err != nil {
+			if err := in.Schedule(ctx, c, "reg", now, ""); err != nil {
 				t.Fatal(err)
 			}
 			if got := e.sched.take(); len(got) != 1 || got[0].BatchID != c || got[0].At <= now.UnixMilli() {
@@ -89,7 +89,7 @@ func TestInline(t *testing.T) {
 			// its due time, as it would have without Inline.
 			outcome = push.Outcome{Kind: push.Sent}
 			e.store.Close()
-			if err := in.Schedule(ctx, dd, now, ""); err != nil {
+			if err := in.Schedule(ctx, dd, "reg", now, ""); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff([]call{{dd, now.UnixMilli(), ""}}, next.take()); diff != "" || sends != 2 {

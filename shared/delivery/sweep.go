@@ -91,8 +91,8 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	if err != nil {
 		return r, fmt.Errorf("sweep: %w", err)
 	}
-	for _, id := range lost {
-		if err := s.scheduler.Schedule(ctx, id, time.UnixMilli(now), ""); err != nil {
+	for _, b := range lost {
+		if err := s.scheduler.Schedule(ctx, b.ID, b.RegistrationID, time.UnixMilli(now), ""); err != nil {
 			r.ScheduleFail++
 			s.counters.Inc(obs.ScheduleFailed)
 			continue

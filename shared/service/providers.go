@@ -28,7 +28,7 @@ func deployedDeps(ctx context.Context, cfg config.Config, clk clock.Clock) (Opti
 	o := Options{Scheduler: delivery.NopScheduler{}}
 	if cfg.TasksQueue != "" {
 		s, err := tasks.New(ctx, tasks.Options{
-			Queue: cfg.TasksQueue, DeliverURL: cfg.DeliverURL,
+			Queues: tasks.ParseQueues(cfg.TasksQueue), DeliverURL: cfg.DeliverURL,
 			ServiceAccount: cfg.TasksServiceAccount, Audience: cfg.TasksAudience,
 		})
 		if err != nil {

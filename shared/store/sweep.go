@@ -21,21 +21,35 @@ func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (int64,
 // now − grace, and marks them scheduled at now: their task may be lost (a
 // failed CreateTask, a crash between commit and schedule), so the caller
 // schedules them again after this returns.
-func (s *Store) LostBatches(ctx context.Context, now, grace int64, limit int) ([]string, error) {
+func (s *Store) LostBatches(ctx context.Context, now, grace int64, limit int) ([]LostBatch, error) {
 	rows, err := s.db.QueryContext(ctx, `UPDATE push_delivery_batches SET scheduled_at = $1
 		WHERE batch_id IN (SELECT batch_id FROM push_delivery_batches
 			WHERE state = 'pending' AND due_at <= $2 AND lease_until <= $1 AND scheduled_at <= $2
 				AND expires_at > $1
 			ORDER BY due_at LIMIT $3)
-		RETURNING batch_id`, now, now-grace, limit)
+		RETURNING batch_id, registration_id`, now, now-grace, limit)
 	if err != nil {
 		return nil, fmt.Errorf("lost batches: %w", err)
 	}
-	ids, err := scanIDs(sqlRows{rows})
-	if err != nil {
+	defer rows.Close()
+	var lost []LostBatch
+	for rows.Next() {
+		var b LostBatch
+		if err := rows.Scan(&b.ID, &b.RegistrationID); err != nil {
+			return nil, fmt.Errorf("lost batches: %w", err)
+		}
+		lost = append(lost, b)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("lost batches: %w", err)
 	}
-	return ids, nil
+	return lost, nil
+}
+
+// LostBatch is a batch [Store.LostBatches] took for lost: its id and its
+// registration, which picks its queue.
+type LostBatch struct {
+	ID, RegistrationID string
 }
 
 // Prune deletes, in one chunk of at most limit rows per table, what the

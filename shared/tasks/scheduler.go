@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
@@ -58,8 +59,10 @@ type DeliverRequest struct {
 
 // Options configures a [Scheduler].
 type Options struct {
-	// Queue is the full queue name, projects/P/locations/L/queues/Q.
-	Queue string
+	// Queues are the full queue names, projects/P/locations/L/queues/Q:
+	// one or more, no name twice. A batch's tasks go to the queue its
+	// registration hashes to ([Shard]).
+	Queues []string
 	// DeliverURL is the absolute http(s) URL of the deliver function.
 	DeliverURL string
 	// ServiceAccount is the e-mail of the account whose OIDC token Cloud
@@ -83,7 +86,7 @@ type Options struct {
 // safe for concurrent use.
 type Scheduler struct {
 	client   *cloudtasks.Client
-	queue    string
+	queues   []string
 	url      string
 	account  string // OIDC service account; empty: no token
 	audience string
@@ -107,14 +110,14 @@ func New(ctx context.Context, opts Options) (*Scheduler, error) {
 
 // newScheduler checks opts and returns a Scheduler without a client.
 func newScheduler(opts Options) (*Scheduler, error) {
-	if !queuePattern.MatchString(opts.Queue) {
-		return nil, fmt.Errorf("%w: Queue %q is not projects/P/locations/L/queues/Q", ErrInvalidOptions, opts.Queue)
+	if err := CheckQueues(opts.Queues); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	u, err := url.Parse(opts.DeliverURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: DeliverURL %q is not an absolute http(s) URL", ErrInvalidOptions, opts.DeliverURL)
 	}
-	s := &Scheduler{queue: opts.Queue, url: opts.DeliverURL, deadline: opts.DispatchDeadline}
+	s := &Scheduler{queues: slices.Clone(opts.Queues), url: opts.DeliverURL, deadline: opts.DispatchDeadline}
 	if s.deadline == 0 {
 		s.deadline = DefaultDispatchDeadline
 	}
@@ -132,14 +135,17 @@ func newScheduler(opts Options) (*Scheduler, error) {
 }
 
 // Schedule asks Cloud Tasks to POST a [DeliverRequest] for batchID to the
-// deliver function at time at (truncated to the millisecond). Scheduling the
+// deliver function at time at (truncated to the millisecond), on the queue
+// registrationID hashes to, so that one phone's tasks stay in one queue
+// while the list of queues is the same. Scheduling the
 // same batch, time and key again is a no-op: the task name is derived from
 // the three, and Cloud Tasks answers a known name with AlreadyExists, which
 // counts as success. Another key makes another task. Transient failures are retried twice with a short pause; after
 // that, or on any other failure, the error is returned and the caller leaves
 // the batch for the sweep.
-func (s *Scheduler) Schedule(ctx context.Context, batchID string, at time.Time, key string) error {
-	req, err := s.newTaskRequest(batchID, at.UnixMilli(), key)
+func (s *Scheduler) Schedule(ctx context.Context, batchID, registrationID string, at time.Time, key string) error {
+	queue := s.queues[Shard(registrationID, len(s.queues))]
+	req, err := s.newTaskRequest(queue, batchID, at.UnixMilli(), key)
 	if err != nil {
 		return fmt.Errorf("tasks: schedule: %w", err)
 	}
@@ -186,8 +192,9 @@ func retryable(err error) bool {
 	return false
 }
 
-// newTaskRequest builds the CreateTask request for batchID at dueMs for key.
-func (s *Scheduler) newTaskRequest(batchID string, dueMs int64, key string) (*cloudtaskspb.CreateTaskRequest, error) {
+// newTaskRequest builds the CreateTask request on queue for batchID at dueMs
+// for key.
+func (s *Scheduler) newTaskRequest(queue, batchID string, dueMs int64, key string) (*cloudtaskspb.CreateTaskRequest, error) {
 	body, err := json.Marshal(DeliverRequest{BatchID: batchID, DueAt: dueMs})
 	if err != nil {
 		return nil, fmt.Errorf("encode body: %w", err)
@@ -205,9 +212,9 @@ func (s *Scheduler) newTaskRequest(batchID string, dueMs int64, key string) (*cl
 		}}
 	}
 	return &cloudtaskspb.CreateTaskRequest{
-		Parent: s.queue,
+		Parent: queue,
 		Task: &cloudtaskspb.Task{
-			Name:             taskName(s.queue, batchID, dueMs, key),
+			Name:             taskName(queue, batchID, dueMs, key),
 			ScheduleTime:     timestamppb.New(time.UnixMilli(dueMs)),
 			DispatchDeadline: durationpb.New(s.deadline),
 			MessageType:      &cloudtaskspb.Task_HttpRequest{HttpRequest: httpReq},

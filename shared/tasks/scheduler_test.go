@@ -53,6 +53,12 @@ type received struct {
 // them; account and audience set the OIDC token.
 func mustEnv(t *testing.T, account, audience string) *env {
 	t.Helper()
+	return mustEnvWith(t, account, audience, []string{queue})
+}
+
+// mustEnvWith is mustEnv with a Scheduler over queues.
+func mustEnvWith(t *testing.T, account, audience string, queues []string) *env {
+	t.Helper()
 	ev := &env{clk: clock.NewManual(start)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -89,7 +95,7 @@ func mustEnv(t *testing.T, account, audience string) *env {
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
 	}
 	ev.sched, err = tasks.New(t.Context(), tasks.Options{
-		Queue: queue, DeliverURL: ev.url, ServiceAccount: account, Audience: audience, ClientOptions: clientOpts})
+		Queues: queues, DeliverURL: ev.url, ServiceAccount: account, Audience: audience, ClientOptions: clientOpts})
 	if err != nil {
 		t.Fatalf("tasks.New() error = %v", err)
 	}
@@ -113,7 +119,7 @@ func (ev *env) mustSchedule(t *testing.T, batchID string, at time.Time) {
 
 func (ev *env) mustScheduleKey(t *testing.T, batchID string, at time.Time, key string) {
 	t.Helper()
-	if err := ev.sched.Schedule(t.Context(), batchID, at, key); err != nil {
+	if err := ev.sched.Schedule(t.Context(), batchID, "reg", at, key); err != nil {
 		t.Fatalf("Schedule(%q, %v) error = %v", batchID, at, err)
 	}
 }
@@ -237,7 +243,7 @@ func TestScheduleRetries(t *testing.T) {
 			ev := mustEnv(t, "", "")
 			ev.emu.FailCreates(tt.failures, tt.code)
 			for i, want := range tt.want {
-				err := ev.sched.Schedule(t.Context(), "b", start, "")
+				err := ev.sched.Schedule(t.Context(), "b", "reg", start, "")
 				if got := status.Code(err); got != want {
 					t.Fatalf("Schedule() #%d = %v, want code %v", i+1, err, want)
 				}
@@ -254,7 +260,7 @@ func TestScheduleStopsWhenContextEnds(t *testing.T) {
 	ev.emu.FailCreates(3, codes.Unavailable)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := ev.sched.Schedule(ctx, "b", start, ""); err == nil {
+	if err := ev.sched.Schedule(ctx, "b", "reg", start, ""); err == nil {
 		t.Fatal("Schedule(canceled ctx) = nil, want an error")
 	}
 	if n := len(ev.emu.Tasks()); n != 0 {
@@ -263,13 +269,16 @@ func TestScheduleStopsWhenContextEnds(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	good := tasks.Options{Queue: queue, DeliverURL: "https://deliver.example/x"}
+	good := tasks.Options{Queues: []string{queue}, DeliverURL: "https://deliver.example/x"}
 	tests := []struct {
 		name   string
 		modify func(*tasks.Options)
 	}{
-		{"short queue", func(o *tasks.Options) { o.Queue = "deliver" }},
-		{"queue with task", func(o *tasks.Options) { o.Queue = queue + "/tasks/x" }},
+		{"short queue", func(o *tasks.Options) { o.Queues = []string{"deliver"} }},
+		{"queue with task", func(o *tasks.Options) { o.Queues = []string{queue + "/tasks/x"} }},
+		{"no queue", func(o *tasks.Options) { o.Queues = nil }},
+		{"a queue twice", func(o *tasks.Options) { o.Queues = []string{queue, queue} }},
+		{"one bad queue of two", func(o *tasks.Options) { o.Queues = []string{queue, "deliver"} }},
 		{"relative url", func(o *tasks.Options) { o.DeliverURL = "/deliver" }},
 		{"no scheme", func(o *tasks.Options) { o.DeliverURL = "deliver.example" }},
 		{"deadline too short", func(o *tasks.Options) { o.DispatchDeadline = 10 * time.Second }},

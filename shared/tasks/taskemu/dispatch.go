@@ -55,7 +55,7 @@ func (e *Emulator) RunDue(ctx context.Context) (int, error) {
 	for {
 		if ctx.Err() == nil {
 			e.mu.Lock()
-			cs := e.claimDueLocked(e.clock.Now(), maxConcurrentDispatches-inflight)
+			cs, _ := e.claimDueLocked(e.clock.Now(), maxConcurrentDispatches-inflight)
 			e.mu.Unlock()
 			for _, c := range cs {
 				n++
@@ -87,9 +87,14 @@ func (e *Emulator) dispatchLoop() {
 	for {
 		e.mu.Lock()
 		now := e.clock.Now()
-		cs := e.claimDueLocked(now, maxConcurrentDispatches-inflight)
+		cs, throttled := e.claimDueLocked(now, maxConcurrentDispatches-inflight)
 		wait := maxIdleWait
-		if len(e.pending) > 0 && inflight+len(cs) < maxConcurrentDispatches {
+		switch {
+		case throttled:
+			// A due task waits for its queue's token, which comes
+			// within 1/rate.
+			wait = time.Duration(float64(time.Second) / e.rate)
+		case len(e.pending) > 0 && inflight+len(cs) < maxConcurrentDispatches:
 			wait = min(wait, e.pending[0].due.Sub(now))
 		}
 		e.mu.Unlock()

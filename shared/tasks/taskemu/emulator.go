@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
@@ -23,6 +24,10 @@ import (
 // reserved: about 24 h in Cloud Tasks (CreateTaskRequest.task in
 // cloudtasks.proto; go-dependencies.md §2c).
 const nameReuseDelay = 24 * time.Hour
+
+// MaxRate is the highest dispatch rate a Cloud Tasks queue takes
+// (queue.proto, RateLimits.max_dispatches_per_second).
+const MaxRate = 500
 
 // maxConcurrentDispatches bounds the attempts in flight per dispatch loop.
 // Cloud Tasks allows far more; the emulator shares a small machine.
@@ -49,6 +54,13 @@ type Options struct {
 	// Manual stops tasks from dispatching on their own: only
 	// [Emulator.RunDue] and RunTask dispatch. Use it with a [clock.Manual].
 	Manual bool
+	// Rate is each queue's dispatch limit, in dispatches per second of the
+	// clock, with a burst of one second's worth, as a Cloud Tasks queue's
+	// max_dispatches_per_second (at most 500); zero means no limit. It
+	// holds for [Emulator.RunDue] too: under a manual clock a queue
+	// dispatches Rate tasks for each second the clock moves. RunTask, an
+	// explicit call, is not limited.
+	Rate float64
 }
 
 // TaskInfo describes one task for inspection (GET /_emulator/tasks).
@@ -93,6 +105,8 @@ type Emulator struct {
 	closed   bool
 	paused   bool // no attempt starts: see Pause
 	usage    Usage
+	rate     float64
+	limiters map[string]*rate.Limiter // by queue, with rate
 }
 
 // New returns an emulator with no tasks. Unless opts.Manual is set it starts
@@ -105,6 +119,9 @@ func New(ctx context.Context, opts Options) (*Emulator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Rate < 0 || opts.Rate > MaxRate {
+		return nil, fmt.Errorf("taskemu: Options.Rate %v is outside 0..%v", opts.Rate, MaxRate)
+	}
 	e := &Emulator{
 		clock:    opts.Clock,
 		client:   opts.HTTPClient,
@@ -114,6 +131,8 @@ func New(ctx context.Context, opts Options) (*Emulator, error) {
 		tasks:    make(map[string]*task),
 		used:     make(map[string]time.Time),
 		pruneAt:  1024,
+		rate:     opts.Rate,
+		limiters: make(map[string]*rate.Limiter),
 	}
 	e.ctx, e.cancel = context.WithCancel(ctx)
 	if opts.Manual {

@@ -2,9 +2,11 @@ package taskemu
 
 import (
 	"container/heap"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -59,13 +61,44 @@ type claim struct {
 // claimDueLocked takes up to limit waiting tasks due at or before now off the
 // heap and starts an attempt for each. A closed or paused emulator claims
 // nothing.
-func (e *Emulator) claimDueLocked(now time.Time, limit int) []claim {
-	var cs []claim
+//
+// With a rate, a task whose queue has no token left waits on the heap while
+// other queues' due tasks go; throttled reports that one waited, so that the
+// dispatcher looks again when a token has come.
+func (e *Emulator) claimDueLocked(now time.Time, limit int) (cs []claim, throttled bool) {
+	var held []*task
 	for len(cs) < limit && len(e.pending) > 0 && !e.closed && !e.paused && !e.pending[0].due.After(now) {
 		t := heap.Pop(&e.pending).(*task)
+		if !e.allowLocked(queueOf(t.pb.GetName()), now) {
+			held = append(held, t)
+			continue
+		}
 		cs = append(cs, e.startLocked(t, now))
 	}
-	return cs
+	for _, t := range held {
+		heap.Push(&e.pending, t)
+	}
+	return cs, len(held) > 0
+}
+
+// allowLocked takes a dispatch token of queue at now; it always succeeds
+// without a rate.
+func (e *Emulator) allowLocked(queue string, now time.Time) bool {
+	if e.rate == 0 {
+		return true
+	}
+	l, ok := e.limiters[queue]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(e.rate), max(1, int(e.rate)))
+		e.limiters[queue] = l
+	}
+	return l.AllowN(now, 1)
+}
+
+// queueOf returns the queue of a full task name.
+func queueOf(name string) string {
+	q, _, _ := strings.Cut(name, "/tasks/")
+	return q
 }
 
 // startLocked marks t as dispatched at now; t must be off the heap. The

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 
+	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/tasks/taskemu"
 )
 
@@ -55,5 +56,36 @@ func TestUsageCountsEveryOperation(t *testing.T) {
 	}
 	if n := got.Operations(); n != 10 {
 		t.Fatalf("Operations() = %d, want 10", n)
+	}
+}
+
+// TestRateLimitsEachQueue holds Options.Rate: each queue dispatches at most
+// Rate tasks a second of the clock (a burst of one second's worth), whatever
+// the other queues do, and under a manual clock RunDue dispatches what the
+// tokens allow and leaves the rest due.
+func TestRateLimitsEachQueue(t *testing.T) {
+	clk := clock.NewManual(start)
+	e, c := mustStart(t, taskemu.Options{Clock: clk, Manual: true, Rate: 20})
+	tg := mustTarget(t, ok)
+	const other = "projects/p/locations/l/queues/q2"
+	for i := range 30 {
+		mustCreate(t, c, httpTask("", tg.URL, "a", start))
+		if i < 5 {
+			req := httpTask("", tg.URL, "b", start)
+			req.Parent = other
+			mustCreate(t, c, req)
+		}
+	}
+	mustRunDue(t, e, 25) // 20 of the first queue, the other's 5
+	mustRunDue(t, e, 0)  // no token came: the clock did not move
+	clk.Advance(500 * time.Millisecond)
+	mustRunDue(t, e, 10) // half a second: 10 tokens
+	clk.Advance(time.Hour)
+	mustRunDue(t, e, 0) // nothing left
+	if n := len(tg.requests()); n != 35 {
+		t.Fatalf("target got %d requests, want 35", n)
+	}
+	if _, err := taskemu.New(t.Context(), taskemu.Options{Clock: clk, HTTPClient: &http.Client{}, Rate: 501}); err == nil {
+		t.Fatal("New accepted a rate over 500")
 	}
 }

@@ -1,0 +1,90 @@
+package tasks_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"onorca.dev/push/shared/tasks"
+)
+
+// TestShardIsStable pins the hash: a registration's queue must not move
+// between releases, or a deploy would split one phone's tasks over two
+// queues.
+func TestShardIsStable(t *testing.T) {
+	got := []int{tasks.Shard("reg-a", 3), tasks.Shard("reg-b", 3), tasks.Shard("5f0c1e2a-0d4b-4f6e-9a43-1b2c3d4e5f60", 3),
+		tasks.Shard("reg-a", 1)}
+	if diff := cmp.Diff([]int{2, 1, 1, 0}, got); diff != "" {
+		t.Fatalf("Shard (-want +got):\n%s", diff)
+	}
+	counts := make([]int, 4)
+	for i := range 4000 {
+		counts[tasks.Shard(fmt.Sprintf("reg-%d", i), 4)]++
+	}
+	for q, n := range counts {
+		if n < 800 || n > 1200 {
+			t.Fatalf("queue %d holds %d of 4000 registrations, want about 1000 (%v)", q, n, counts)
+		}
+	}
+}
+
+// TestScheduleSpreadsByRegistration: every task of one registration goes to
+// its shard's queue, its retries and wake-ups too, and the queues together
+// carry every registration.
+func TestScheduleSpreadsByRegistration(t *testing.T) {
+	queues := []string{queue, queue + "-01", queue + "-02"}
+	ev := mustEnvWith(t, "", "", queues)
+	used := map[string]bool{}
+	for i := range 30 {
+		reg := fmt.Sprintf("reg-%d", i)
+		for j, key := range []string{"", "", "lease-1"} {
+			if err := ev.sched.Schedule(t.Context(), fmt.Sprintf("b-%d", i), reg, start.Add(timeMs(j)), key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := queues[tasks.Shard(reg, len(queues))]
+		used[want] = true
+		n := 0
+		for _, task := range ev.emu.Tasks() {
+			if strings.Contains(task.Body, fmt.Sprintf(`"b-%d"`, i)) {
+				n++
+				if q, _, _ := strings.Cut(task.Name, "/tasks/"); q != want {
+					t.Fatalf("a task of %s is on %s, want %s", reg, q, want)
+				}
+			}
+		}
+		if n != 3 {
+			t.Fatalf("%d tasks of %s, want 3", n, reg)
+		}
+	}
+	if len(used) != 3 {
+		t.Fatalf("30 registrations used %d of 3 queues", len(used))
+	}
+}
+
+// TestCheckQueues holds what ORCA_PUSH_TASKS_QUEUE may list.
+func TestCheckQueues(t *testing.T) {
+	if got := tasks.ParseQueues(" " + queue + " , " + queue + "-01 "); !cmp.Equal(got, []string{queue, queue + "-01"}) {
+		t.Fatalf("ParseQueues = %q", got)
+	}
+	if got := tasks.ParseQueues(" "); got != nil {
+		t.Fatalf("ParseQueues of blank = %q, want none", got)
+	}
+	many := make([]string, tasks.MaxQueues+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("%s-%02d", queue, i)
+	}
+	for _, qs := range [][]string{nil, {queue, queue}, {queue, "deliver"}, many} {
+		if err := tasks.CheckQueues(qs); err == nil {
+			t.Errorf("CheckQueues(%d queues %q...) = nil, want an error", len(qs), qs[:min(len(qs), 2)])
+		}
+	}
+	if err := tasks.CheckQueues(many[:tasks.MaxQueues]); err != nil {
+		t.Errorf("CheckQueues(%d queues) = %v", tasks.MaxQueues, err)
+	}
+}
+
+func timeMs(n int) time.Duration { return time.Duration(n) * time.Millisecond }
