@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 
 	"onorca.dev/push/shared/obs"
@@ -13,7 +12,7 @@ import (
 
 func TestFlushWritesOneLineAndResets(t *testing.T) {
 	var buf bytes.Buffer
-	c := obs.NewCounters(slog.New(slog.NewJSONHandler(&buf, nil)))
+	c := obs.NewCounters(obs.NewLogger(&buf))
 	c.Flush()
 	if buf.Len() != 0 {
 		t.Fatalf("an empty flush wrote %q", buf.String())
@@ -25,7 +24,7 @@ func TestFlushWritesOneLineAndResets(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("not one JSON line: %q", buf.String())
 	}
-	if line["msg"] != "orca_push_counters" || line[obs.SendQueued] != float64(1) || line[obs.DeliverySent] != float64(3) {
+	if line["message"] != "orca_push_counters" || line[obs.SendQueued] != float64(1) || line[obs.DeliverySent] != float64(3) {
 		t.Fatalf("line = %v", line)
 	}
 	if n := c.Consume(); len(n) != 0 {
@@ -57,7 +56,7 @@ func TestErrorTypeIsTheInnermostType(t *testing.T) {
 // write nothing, and a line that is written holds only what changed, at INFO.
 func TestFlushWritesOnlyWhatChanged(t *testing.T) {
 	var buf bytes.Buffer
-	c := obs.NewCounters(slog.New(slog.NewJSONHandler(&buf, nil)))
+	c := obs.NewCounters(obs.NewLogger(&buf))
 	c.Add(obs.DeliveryExpired, 0)
 	c.Add(obs.SweepRescheduled, 0)
 	c.Flush()
@@ -74,7 +73,7 @@ func TestFlushWritesOnlyWhatChanged(t *testing.T) {
 	if _, ok := line[obs.SweepRescheduled]; ok {
 		t.Errorf("line = %v, holds a zero counter", line)
 	}
-	if line["level"] != "INFO" || line[obs.SendQueued] != float64(1) {
-		t.Errorf("line = %v, want level INFO and %s 1", line, obs.SendQueued)
+	if line["severity"] != "INFO" || line[obs.SendQueued] != float64(1) {
+		t.Errorf("line = %v, want severity INFO and %s 1", line, obs.SendQueued)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"onorca.dev/push/shared/httpx"
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/tasks"
 )
 
 // Service holds everything a function needs. Its fields are set by New and
@@ -127,6 +128,7 @@ func New(o Options) (*Service, error) {
 		Ready:            st.Ping,
 		Lookup:           s.Auth.Lookup,
 		Rejected:         o.Rejected,
+		TraceProject:     tasks.Project(o.Config.TasksQueue),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
