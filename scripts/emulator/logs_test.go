@@ -90,4 +90,16 @@ func TestStdoutIsCloudLoggingJSON(t *testing.T) {
 	if counters == nil || counters["severity"] != "INFO" || counters["delivery_sent"] != float64(1) {
 		t.Fatalf("stdout = %v, want an INFO counters line with delivery_sent 1", lines)
 	}
+	// The delivery was counted by lateness and by latency, once each.
+	late := map[string]float64{}
+	for k, v := range counters {
+		for _, prefix := range []string{"delivery_late_", "alert_latency_"} {
+			if strings.HasPrefix(k, prefix) {
+				late[prefix] += v.(float64)
+			}
+		}
+	}
+	if late["delivery_late_"] != 1 || late["alert_latency_"] != 1 {
+		t.Errorf("counters = %v, want one delivery_late_* and one alert_latency_*", counters)
+	}
 }

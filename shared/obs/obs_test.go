@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"onorca.dev/push/shared/obs"
 )
@@ -29,6 +30,10 @@ func TestFlushWritesOneLineAndResets(t *testing.T) {
 	}
 	if n := c.Consume(); len(n) != 0 {
 		t.Fatalf("after a flush: %v, want nothing", n)
+	}
+	c.Inc(obs.SendQueued)
+	if got := c.Totals(); got[obs.SendQueued] != 2 || got[obs.DeliverySent] != 3 {
+		t.Fatalf("Totals = %v, want what was added whatever was flushed", got)
 	}
 }
 
@@ -75,5 +80,28 @@ func TestFlushWritesOnlyWhatChanged(t *testing.T) {
 	}
 	if line["severity"] != "INFO" || line[obs.SendQueued] != float64(1) {
 		t.Errorf("line = %v, want severity INFO and %s 1", line, obs.SendQueued)
+	}
+}
+
+func TestLatenessBuckets(t *testing.T) {
+	tests := []struct {
+		d             time.Duration
+		late, latency string
+	}{
+		{0, obs.DeliveryLate1s, obs.AlertLatency1s},
+		{time.Second, obs.DeliveryLate1s, obs.AlertLatency1s},
+		{time.Second + time.Millisecond, obs.DeliveryLate5s, obs.AlertLatency5s},
+		{5 * time.Second, obs.DeliveryLate5s, obs.AlertLatency5s},
+		{30 * time.Second, obs.DeliveryLate30s, obs.AlertLatency30s},
+		{30*time.Second + time.Millisecond, obs.DeliveryLateOver30s, obs.AlertLatencyOver30s},
+		{time.Hour, obs.DeliveryLateOver30s, obs.AlertLatencyOver30s},
+	}
+	for _, tt := range tests {
+		if got := obs.DeliveryLate(tt.d); got != tt.late {
+			t.Errorf("DeliveryLate(%v) = %s, want %s", tt.d, got, tt.late)
+		}
+		if got := obs.AlertLatency(tt.d); got != tt.latency {
+			t.Errorf("AlertLatency(%v) = %s, want %s", tt.d, got, tt.latency)
+		}
 	}
 }
