@@ -93,7 +93,13 @@ func TestLatenessCounted(t *testing.T) {
 // The providers' refusals of the gateway's own credentials are counted per
 // provider; a refusal for anything else is not.
 func TestCredentialRefusalsCounted(t *testing.T) {
-	e := countedEnv(t, storetest.Dialects(t)[0])
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) { credentialRefusalsCounted(t, d) })
+	}
+}
+
+func credentialRefusalsCounted(t *testing.T, d storetest.Dialect) {
+	e := countedEnv(t, d)
 	android := e.device(t, "hostA", "pixel")
 	ios, err := e.store.RegisterDevice(context.Background(), "hostA", contract.RegisterRequest{
 		DeviceID: "iphone", Platform: contract.PlatformIOS, Token: strings.Repeat("ab", 32),

@@ -20,8 +20,10 @@ const (
 // The keys Cloud Logging reads from a structured JSON line on Cloud Run
 // (cloud.google.com/logging/docs/structured-logging, "Special JSON fields").
 const (
+	// SeverityKey holds the line's severity ([Severity]).
 	SeverityKey = "severity"
-	MessageKey  = "message"
+	// MessageKey holds the event's name, such as orca_push_counters.
+	MessageKey = "message"
 	// TraceKey holds projects/PROJECT/traces/TRACE_ID, which links the line
 	// to its request in the Logs Explorer.
 	TraceKey = "logging.googleapis.com/trace"
