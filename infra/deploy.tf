@@ -44,6 +44,8 @@ resource "google_project_service" "api" {
     "compute.googleapis.com",
     "fcm.googleapis.com",
     "iamcredentials.googleapis.com",
+    "logging.googleapis.com",
+    "monitoring.googleapis.com",
     "run.googleapis.com",
     "secretmanager.googleapis.com",
     "servicenetworking.googleapis.com",

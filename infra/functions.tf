@@ -21,10 +21,13 @@ locals {
   # Cloud Run's deterministic URL (https://SERVICE-PROJECT_NUMBER.REGION.run.app). It is known before the function
   # exists, so every function, the queue and the Scheduler job can name deliver's and sweep's URL without a cycle
   # (the functions' own env needs deliver's URL: deliver and sweep schedule tasks too).
-  function_urls   = { for k, n in local.function_names : k => "https://${n}-${data.google_project.this.number}.${var.region}.run.app" }
-  deliver_url     = local.function_urls["deliver"]
-  sweep_url       = local.function_urls["sweep"]
-  tasks_queue_ids = [for q in google_cloud_tasks_queue.deliver : "projects/${var.project_id}/locations/${var.region}/queues/${q.name}"]
+  function_urls     = { for k, n in local.function_names : k => "https://${n}-${data.google_project.this.number}.${var.region}.run.app" }
+  deliver_url       = local.function_urls["deliver"]
+  sweep_url         = local.function_urls["sweep"]
+  tasks_queue_names = [for q in google_cloud_tasks_queue.deliver : q.name]
+  tasks_queue_ids   = [for n in local.tasks_queue_names : "projects/${var.project_id}/locations/${var.region}/queues/${n}"]
+  # Cloud Monitoring's filter for the delivery queues' series (one series per queue).
+  tasks_queue_filter = "resource.labels.queue_id=one_of(${join(",", [for n in local.tasks_queue_names : jsonencode(n)])})"
 
   runtime_sa_email = google_service_account.runtime.email
   # IAM database user name: the service account email without ".gserviceaccount.com" (Cloud SQL IAM auth rule).

@@ -153,3 +153,105 @@ variable "tasks_max_concurrent_dispatches" {
   description = "Cloud Tasks rate limit per queue: deliver calls in flight at once. Times tasks_queue_count it must stay within deliver_max_instances x request_concurrency."
   type        = number
 }
+
+# --- monitoring (alerts.tf, dashboard.tf, logging.tf) ----------------------------------------------------------------
+
+variable "alert_notification_channels" {
+  description = "Notification channels (projects/PROJECT/notificationChannels/ID) every alert policy notifies. Empty: incidents open in the console only, nobody is paged."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for c in var.alert_notification_channels : can(regex("^projects/[^/]+/notificationChannels/[^/]+$", c))])
+    error_message = "each channel must be a full name, projects/PROJECT/notificationChannels/ID"
+  }
+}
+
+variable "alert_delivery_failure_ratio" {
+  description = "Alert when delivery failures (dead, error, expired) exceed this share of delivery outcomes in 10 minutes."
+  type        = number
+  default     = 0.05
+  validation {
+    condition     = var.alert_delivery_failure_ratio > 0 && var.alert_delivery_failure_ratio < 1
+    error_message = "a share between 0 and 1, exclusive"
+  }
+}
+
+variable "alert_late_deliveries" {
+  description = "Alert when more provider calls than this went out more than 30 s after their batch was due, in 15 minutes."
+  type        = number
+  default     = 10
+  validation {
+    condition     = var.alert_late_deliveries >= 0
+    error_message = "a count, 0 or more"
+  }
+}
+
+variable "alert_sweep_rescheduled" {
+  description = "Alert when the sweep re-enqueues more lost tasks than this in 30 minutes (0: any lost task)."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.alert_sweep_rescheduled >= 0
+    error_message = "a count, 0 or more"
+  }
+}
+
+variable "alert_database_503s" {
+  description = "Alert when more requests than this are answered 503 because of the database (busy or unavailable) in 5 minutes."
+  type        = number
+  default     = 20
+  validation {
+    condition     = var.alert_database_503s >= 0
+    error_message = "a count, 0 or more"
+  }
+}
+
+variable "alert_tasks_dispatch_delay_seconds" {
+  description = "Alert when the deliver queue's 99th percentile delay between a task's scheduled time and its dispatch exceeds this, for 5 minutes."
+  type        = number
+  default     = 60
+  validation {
+    condition     = var.alert_tasks_dispatch_delay_seconds > 0
+    error_message = "seconds, more than 0"
+  }
+}
+
+variable "alert_sql_cpu_utilization" {
+  description = "Alert when the Cloud SQL instance's mean CPU utilization exceeds this share for 10 minutes."
+  type        = number
+  default     = 0.8
+  validation {
+    condition     = var.alert_sql_cpu_utilization > 0 && var.alert_sql_cpu_utilization <= 1
+    error_message = "a share between 0 (exclusive) and 1"
+  }
+}
+
+variable "alert_sql_connections" {
+  description = "Alert when the Cloud SQL instance holds more connections (backends) than this for 10 minutes: set it near 80% of its max_connections (SHOW max_connections)."
+  type        = number
+  default     = 80
+  validation {
+    condition     = var.alert_sql_connections > 0
+    error_message = "a count, more than 0"
+  }
+}
+
+variable "alert_absence_minutes" {
+  description = "Alert when sends were queued but no batch was sent for this many minutes."
+  type        = number
+  default     = 30
+  validation {
+    condition     = var.alert_absence_minutes >= 5 && floor(var.alert_absence_minutes) == var.alert_absence_minutes
+    error_message = "whole minutes, at least 5"
+  }
+}
+
+variable "request_logs_kept_ratio" {
+  description = "Share of the functions' Cloud Run request logs (run.googleapis.com/requests) kept in the log bucket; the rest are excluded at ingestion. 1 keeps all (no exclusion). At volume they cost about as much as Cloud Tasks per push. Counters are stdout lines and are never excluded."
+  type        = number
+  default     = 0.1
+  validation {
+    condition     = var.request_logs_kept_ratio >= 0 && var.request_logs_kept_ratio <= 1
+    error_message = "a share between 0 and 1"
+  }
+}

@@ -169,6 +169,9 @@ func TestConsole(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`button[data-advance="3000"]`)),
 		until(`["ios", "android"].every((p) => titles(phone(p)).includes("Build finished"))`),
 		until(`fates("n-build") === "sent,sent"`),
+		// Out 1 s after the due time, 4 s after acceptance.
+		until(`document.querySelector('[data-counter="delivery_late_1s"]')?.textContent === "2" &&
+			document.querySelector('[data-counter="alert_latency_5s"]')?.textContent === "2"`),
 	)
 	c.step("dismissal",
 		sendForm("dismiss", "Build finished", "n-build", "*", true, 2),

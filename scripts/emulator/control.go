@@ -63,6 +63,11 @@ func (c *control) mux() http.Handler {
 	mux.HandleFunc("GET /_emulator/tasks", c.getTasks)
 	mux.HandleFunc("POST /_emulator/tasks/run-due", c.runDue)
 	mux.HandleFunc("GET /_emulator/usage", c.getUsage)
+	mux.HandleFunc("GET /_emulator/counters", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, struct {
+			Counters map[string]int64 `json:"counters"`
+		}{c.svc.Counters.Totals()})
+	})
 	mux.HandleFunc("POST /_emulator/demo/session", c.demoSession)
 	mux.HandleFunc("GET "+consolePath+"{$}", consolePage)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {

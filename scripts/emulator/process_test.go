@@ -26,6 +26,8 @@ type process struct {
 	origin string
 	ready  string // the ready line
 	stderr *syncBuffer
+	// stdout returns the lines written to stdout after the ready line.
+	stdout func() []string
 }
 
 // syncBuffer is a bytes.Buffer safe for the process's writer and the test.
@@ -59,7 +61,7 @@ func startEmulatorWith(t testing.TB, args []string, env ...string) *process {
 	t.Helper()
 	stderr := &syncBuffer{}
 	p := emulatortest.Start(t, args, env, stderr)
-	return &process{cmd: p.Cmd, origin: p.Origin, ready: p.Ready, stderr: stderr}
+	return &process{cmd: p.Cmd, origin: p.Origin, ready: p.Ready, stderr: stderr, stdout: p.Stdout}
 }
 
 func TestEmulatorEndToEnd(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/service"
 )
 
@@ -60,7 +61,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		manualClock = clock.NewManual(clock.Real{}.Now())
 		clk = manualClock
 	}
-	log := slog.New(slog.NewJSONHandler(stdout, nil)) // INFO: the counters, when one changed
+	// Cloud Logging's JSON, as deployed: INFO, the counters, when one
+	// changed; ERROR, a request that failed.
+	log := obs.NewLogger(stdout)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -96,6 +99,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// What changed since the last minute's line, before the process exits.
+	svc.Counters.Flush()
 	return nil
 }
 

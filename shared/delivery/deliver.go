@@ -112,7 +112,11 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 	if dev.Platform == contract.PlatformIOS {
 		provider = d.apns
 	}
+	d.counters.Inc(obs.DeliveryLate(sinceMillis(d.clock, c.batch.DueAt)))
 	out := d.send(ctx, provider, target, msg)
+	if credentialReasons[dev.Platform][out.Reason] {
+		d.counters.Inc(credentialCounter[dev.Platform])
+	}
 	// What the provider answered is recorded whatever became of the
 	// request meanwhile.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
@@ -120,6 +124,10 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 	switch out.Kind {
 	case push.Sent:
 		d.counters.Inc(obs.DeliverySent)
+		if c.batch.Kind == contract.KindAlert {
+			// The batch opened when its oldest alert was accepted.
+			d.counters.Inc(obs.AlertLatency(sinceMillis(d.clock, c.batch.CreatedAt)))
+		}
 		return d.finish(ctx, c, store.BatchSent, "")
 	case push.Dead:
 		d.counters.Inc(obs.DeliveryDead)
@@ -137,6 +145,31 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 		}
 		return d.finish(ctx, c, store.BatchError, out.Reason)
 	}
+}
+
+// credentialReasons are, per platform, the providers' reasons (push.Outcome
+// carries their own codes) that refuse the gateway's credentials rather
+// than the device's token: APNs 403 with a provider-token or certificate
+// reason (Apple, "Handling notification responses from APNs"), FCM 401
+// UNAUTHENTICATED and 403 PERMISSION_DENIED (FCM v1 ErrorCode). An
+// operator must act on each: they are counted apart.
+var credentialReasons = map[contract.Platform]map[string]bool{
+	contract.PlatformIOS: {
+		"InvalidProviderToken": true, "ExpiredProviderToken": true, "MissingProviderToken": true,
+		"BadCertificate": true, "BadCertificateEnvironment": true, "Forbidden": true,
+	},
+	contract.PlatformAndroid: {"UNAUTHENTICATED": true, "PERMISSION_DENIED": true},
+}
+
+// credentialCounter is the counter of credentialReasons per platform.
+var credentialCounter = map[contract.Platform]string{
+	contract.PlatformIOS:     obs.APNSCredentialsRejected,
+	contract.PlatformAndroid: obs.FCMCredentialsRejected,
+}
+
+// sinceMillis is how long ago, by clk, the epoch-millisecond time at was.
+func sinceMillis(clk clock.Clock, at int64) time.Duration {
+	return time.Duration(clk.Now().UnixMilli()-at) * time.Millisecond
 }
 
 // send makes the provider call, cut short by Halt.

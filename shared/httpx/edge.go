@@ -38,8 +38,13 @@ type Options struct {
 	// the URL) and the decoder's reason ([contract.InvalidError]: the field
 	// and the rule broken, never a value), or "" when there is none. The
 	// emulator prints it for the person at the terminal; deployed functions
-	// leave it unset and log counters only. It is the one optional field.
+	// leave it unset and log counters only. It is optional, as is
+	// TraceProject.
 	Rejected func(route, reason string)
+	// TraceProject is the Google Cloud project the process logs to; when
+	// set (on Cloud Run), lines logged for a request carry its trace from
+	// X-Cloud-Trace-Context ([obs.WithTrace]). Empty elsewhere.
+	TraceProject string
 }
 
 // Edge is the per-process HTTP edge: its buckets, admission and drain state
@@ -48,6 +53,7 @@ type Edge struct {
 	errorWriter
 	clock         clock.Clock
 	hops          int
+	traceProject  string
 	lookup        SessionLookup
 	unauth        *Buckets // challenge and session, per IP
 	invalidBearer *Buckets // failed bearers, per IP
@@ -58,7 +64,8 @@ type Edge struct {
 	ready         readiness
 }
 
-// NewEdge returns an Edge. Every option is required.
+// NewEdge returns an Edge. Every option but Rejected and TraceProject is
+// required.
 func NewEdge(o Options) (*Edge, error) {
 	if o.Clock == nil || o.Counters == nil || o.Log == nil || o.Ready == nil || o.Lookup == nil {
 		return nil, fmt.Errorf("httpx: NewEdge needs Clock, Counters, Log, Ready and Lookup")
@@ -71,6 +78,7 @@ func NewEdge(o Options) (*Edge, error) {
 		errorWriter:   errorWriter{counters: o.Counters, log: o.Log, rejected: rejected},
 		clock:         o.Clock,
 		hops:          o.TrustedProxyHops,
+		traceProject:  o.TraceProject,
 		lookup:        o.Lookup,
 		unauth:        NewBuckets(contract.UnauthenticatedPerMinute),
 		invalidBearer: NewBuckets(contract.InvalidBearerPerMinute),

@@ -76,7 +76,7 @@ func (ew *errorWriter) writeError(w http.ResponseWriter, r *http.Request, err er
 		return
 	}
 	ew.counters.Inc(obs.RequestError)
-	ew.log.Error("orca_push_request_failed", slog.String("error", obs.ErrorType(err)))
+	ew.log.ErrorContext(r.Context(), "orca_push_request_failed", slog.String("error", obs.ErrorType(err)))
 	writeContractError(w, contract.ErrInternal)
 }
 

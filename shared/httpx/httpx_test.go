@@ -3,8 +3,8 @@ package httpx_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,7 +23,7 @@ func (secretError) Error() string { return "token=SECRET-TOKEN title=SECRET-TITL
 
 func mustEdge(t *testing.T, log *bytes.Buffer) *httpx.Edge {
 	t.Helper()
-	l := slog.New(slog.NewJSONHandler(log, nil))
+	l := obs.NewLogger(log)
 	e, err := httpx.NewEdge(httpx.Options{
 		Clock: clock.NewManual(time.UnixMilli(0)), Counters: obs.NewCounters(l), Log: l,
 		Ready:  func(context.Context) error { return nil },
@@ -59,9 +59,37 @@ func TestInternalErrorsLogOnlyTheType(t *testing.T) {
 	}
 }
 
+// On Cloud Run (a trace project set), a failed request's line is ERROR and
+// carries the request's trace.
+func TestFailedRequestLineCarriesItsTrace(t *testing.T) {
+	var log bytes.Buffer
+	l := obs.NewLogger(&log)
+	e, err := httpx.NewEdge(httpx.Options{
+		Clock: clock.NewManual(time.UnixMilli(0)), Counters: obs.NewCounters(l), Log: l,
+		Ready:        func(context.Context) error { return nil },
+		Lookup:       func(context.Context, string) (string, error) { return "", contract.ErrInvalidToken },
+		TraceProject: "onorca-cloud",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.Wrap(e.Handle(func(w http.ResponseWriter, r *http.Request) error { return secretError{} }))
+	req := httptest.NewRequest("POST", "/v1/send", nil)
+	req.Header.Set("X-Cloud-Trace-Context", "0123456789abcdef0123456789abcdef/42;o=1")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	var line map[string]any
+	if err := json.Unmarshal(log.Bytes(), &line); err != nil {
+		t.Fatalf("log %q: %v", log.String(), err)
+	}
+	if line["severity"] != "ERROR" || line["message"] != "orca_push_request_failed" ||
+		line[obs.TraceKey] != "projects/onorca-cloud/traces/0123456789abcdef0123456789abcdef" {
+		t.Fatalf("line = %v, want ERROR orca_push_request_failed with the trace", line)
+	}
+}
+
 func TestCanceledClientIsCountedNotLogged(t *testing.T) {
 	var log bytes.Buffer
-	l := slog.New(slog.NewJSONHandler(&log, nil))
+	l := obs.NewLogger(&log)
 	counters := obs.NewCounters(l)
 	e, err := httpx.NewEdge(httpx.Options{
 		Clock: clock.NewManual(time.UnixMilli(0)), Counters: counters, Log: l,

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/obs"
 )
 
 // drain counts in-flight requests and, once begun, refuses new ones.
@@ -93,6 +94,7 @@ func (e *Edge) Wrap(h http.Handler) http.Handler {
 			return
 		}
 		defer e.drain.leave()
+		r = r.WithContext(obs.WithTrace(r.Context(), e.traceProject, r.Header.Get("X-Cloud-Trace-Context")))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {

@@ -58,26 +58,85 @@ const (
 	DeliveryDropped = "delivery_dropped"
 	// ReceiptsRead counts the events POST /v1/receipts answered.
 	ReceiptsRead = "receipts_read"
+	// DeliveryLate1s, DeliveryLate5s, DeliveryLate30s and
+	// DeliveryLateOver30s count the provider calls of batches by how late
+	// they went out after the time they were due (each attempt's own):
+	// within 1 s, 5 s, 30 s, or later ([DeliveryLate]).
+	DeliveryLate1s      = "delivery_late_1s"
+	DeliveryLate5s      = "delivery_late_5s"
+	DeliveryLate30s     = "delivery_late_30s"
+	DeliveryLateOver30s = "delivery_late_over_30s"
+	// AlertLatency1s, AlertLatency5s, AlertLatency30s and
+	// AlertLatencyOver30s count the alert batches a provider accepted by
+	// how long after the acceptance of their oldest alert: the coalescing
+	// window, the queue and the retries included ([AlertLatency]).
+	AlertLatency1s      = "alert_latency_1s"
+	AlertLatency5s      = "alert_latency_5s"
+	AlertLatency30s     = "alert_latency_30s"
+	AlertLatencyOver30s = "alert_latency_over_30s"
+	// APNSCredentialsRejected and FCMCredentialsRejected count the
+	// provider calls refused for the gateway's own credentials (APNs 403
+	// with a provider-token or certificate reason, FCM 401 or 403), not
+	// for the device's.
+	APNSCredentialsRejected = "apns_credentials_rejected"
+	FCMCredentialsRejected  = "fcm_credentials_rejected"
 )
+
+// DeliveryLate returns the counter of a provider call made late after its
+// batch was due.
+func DeliveryLate(late time.Duration) string {
+	return bucket(late, DeliveryLate1s, DeliveryLate5s, DeliveryLate30s, DeliveryLateOver30s)
+}
+
+// AlertLatency returns the counter of an alert batch a provider accepted
+// took after its oldest alert was accepted.
+func AlertLatency(took time.Duration) string {
+	return bucket(took, AlertLatency1s, AlertLatency5s, AlertLatency30s, AlertLatencyOver30s)
+}
+
+// bucket returns the name of d's bucket: at most 1 s, 5 s, 30 s, or more.
+func bucket(d time.Duration, le1s, le5s, le30s, over string) string {
+	switch {
+	case d <= time.Second:
+		return le1s
+	case d <= 5*time.Second:
+		return le5s
+	case d <= 30*time.Second:
+		return le30s
+	}
+	return over
+}
 
 // Counters is a set of named aggregate counters, safe for concurrent use.
 type Counters struct {
 	log *slog.Logger
-	// mu guards n.
+	// mu guards n and total.
 	mu sync.Mutex
 	n  map[string]int64
+	// total is every counter since the counters were made; Consume
+	// leaves it.
+	total map[string]int64
 }
 
 // NewCounters returns empty counters that Flush writes to log.
 func NewCounters(log *slog.Logger) *Counters {
-	return &Counters{log: log, n: make(map[string]int64)}
+	return &Counters{log: log, n: make(map[string]int64), total: make(map[string]int64)}
 }
 
 // Add adds delta to the counter name.
 func (c *Counters) Add(name string, delta int64) {
 	c.mu.Lock()
 	c.n[name] += delta
+	c.total[name] += delta
 	c.mu.Unlock()
+}
+
+// Totals returns every counter's sum since the counters were made, whatever
+// was flushed: what the emulator's console shows.
+func (c *Counters) Totals() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.total)
 }
 
 // Inc adds one to the counter name.

@@ -5,15 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
+	"time"
 
 	"onorca.dev/push/shared/obs"
 )
 
 func TestFlushWritesOneLineAndResets(t *testing.T) {
 	var buf bytes.Buffer
-	c := obs.NewCounters(slog.New(slog.NewJSONHandler(&buf, nil)))
+	c := obs.NewCounters(obs.NewLogger(&buf))
 	c.Flush()
 	if buf.Len() != 0 {
 		t.Fatalf("an empty flush wrote %q", buf.String())
@@ -25,11 +25,15 @@ func TestFlushWritesOneLineAndResets(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("not one JSON line: %q", buf.String())
 	}
-	if line["msg"] != "orca_push_counters" || line[obs.SendQueued] != float64(1) || line[obs.DeliverySent] != float64(3) {
+	if line["message"] != "orca_push_counters" || line[obs.SendQueued] != float64(1) || line[obs.DeliverySent] != float64(3) {
 		t.Fatalf("line = %v", line)
 	}
 	if n := c.Consume(); len(n) != 0 {
 		t.Fatalf("after a flush: %v, want nothing", n)
+	}
+	c.Inc(obs.SendQueued)
+	if got := c.Totals(); got[obs.SendQueued] != 2 || got[obs.DeliverySent] != 3 {
+		t.Fatalf("Totals = %v, want what was added whatever was flushed", got)
 	}
 }
 
@@ -57,7 +61,7 @@ func TestErrorTypeIsTheInnermostType(t *testing.T) {
 // write nothing, and a line that is written holds only what changed, at INFO.
 func TestFlushWritesOnlyWhatChanged(t *testing.T) {
 	var buf bytes.Buffer
-	c := obs.NewCounters(slog.New(slog.NewJSONHandler(&buf, nil)))
+	c := obs.NewCounters(obs.NewLogger(&buf))
 	c.Add(obs.DeliveryExpired, 0)
 	c.Add(obs.SweepRescheduled, 0)
 	c.Flush()
@@ -74,7 +78,30 @@ func TestFlushWritesOnlyWhatChanged(t *testing.T) {
 	if _, ok := line[obs.SweepRescheduled]; ok {
 		t.Errorf("line = %v, holds a zero counter", line)
 	}
-	if line["level"] != "INFO" || line[obs.SendQueued] != float64(1) {
-		t.Errorf("line = %v, want level INFO and %s 1", line, obs.SendQueued)
+	if line["severity"] != "INFO" || line[obs.SendQueued] != float64(1) {
+		t.Errorf("line = %v, want severity INFO and %s 1", line, obs.SendQueued)
+	}
+}
+
+func TestLatenessBuckets(t *testing.T) {
+	tests := []struct {
+		d             time.Duration
+		late, latency string
+	}{
+		{0, obs.DeliveryLate1s, obs.AlertLatency1s},
+		{time.Second, obs.DeliveryLate1s, obs.AlertLatency1s},
+		{time.Second + time.Millisecond, obs.DeliveryLate5s, obs.AlertLatency5s},
+		{5 * time.Second, obs.DeliveryLate5s, obs.AlertLatency5s},
+		{30 * time.Second, obs.DeliveryLate30s, obs.AlertLatency30s},
+		{30*time.Second + time.Millisecond, obs.DeliveryLateOver30s, obs.AlertLatencyOver30s},
+		{time.Hour, obs.DeliveryLateOver30s, obs.AlertLatencyOver30s},
+	}
+	for _, tt := range tests {
+		if got := obs.DeliveryLate(tt.d); got != tt.late {
+			t.Errorf("DeliveryLate(%v) = %s, want %s", tt.d, got, tt.late)
+		}
+		if got := obs.AlertLatency(tt.d); got != tt.latency {
+			t.Errorf("AlertLatency(%v) = %s, want %s", tt.d, got, tt.latency)
+		}
 	}
 }

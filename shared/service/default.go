@@ -15,6 +15,7 @@ import (
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/httpx"
+	"onorca.dev/push/shared/obs"
 )
 
 // process is the deployed function's Service, built on first use from the
@@ -50,10 +51,10 @@ func (p *process) handler(name string, build func(*Service) http.Handler) (http.
 		return nil, p.err
 	}
 	if p.svc == nil {
-		log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+		log := obs.NewLogger(os.Stdout)
 		cfg, err := config.Load(os.Getenv)
 		if err != nil {
-			log.Error("orca_push_config_invalid", slog.String("detail", err.Error()))
+			log.Log(context.Background(), obs.LevelCritical, "orca_push_config_invalid", slog.String("detail", err.Error()))
 			p.err = err
 			return nil, err
 		}
@@ -61,13 +62,15 @@ func (p *process) handler(name string, build func(*Service) http.Handler) (http.
 		defer cancel()
 		deps, err := deployedDeps(ctx, cfg, clock.Real{})
 		if err != nil {
-			log.Error("orca_push_start_failed", slog.String("error", "providers"))
+			// A key or account that cannot be read will not heal.
+			log.Log(ctx, obs.LevelCritical, "orca_push_start_failed", slog.String("error", "providers"))
 			p.err = err
 			return nil, err
 		}
 		st, err := OpenStore(ctx, cfg)
 		if err != nil {
-			log.Error("orca_push_start_failed", slog.String("error", "store"))
+			// The database may answer the next request.
+			log.ErrorContext(ctx, "orca_push_start_failed", slog.String("error", "store"))
 			return nil, err
 		}
 		deps.Config, deps.Clock, deps.Log, deps.Store, deps.Rand = cfg, clock.Real{}, log, st, rand.Reader

@@ -20,6 +20,7 @@ import (
 	"onorca.dev/push/shared/httpx"
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/tasks"
 )
 
 // Service holds everything a function needs. Its fields are set by New and
@@ -133,6 +134,7 @@ func New(o Options) (*Service, error) {
 		Ready:            st.Ping,
 		Lookup:           s.Auth.Lookup,
 		Rejected:         o.Rejected,
+		TraceProject:     traceProject(o.Config.TasksQueue),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
@@ -165,4 +167,15 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	}
 	s.Deliverer.Halt()
 	return s.Edge.Drain(ctx)
+}
+
+// traceProject is the Google Cloud project of the first delivery queue
+// ORCA_PUSH_TASKS_QUEUE names, which is where the gateway runs; empty
+// outside Google Cloud.
+func traceProject(queues string) string {
+	qs := tasks.ParseQueues(queues)
+	if len(qs) == 0 {
+		return ""
+	}
+	return tasks.Project(qs[0])
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // taskIDLen is the number of hex digits of the task ID: 128 bits of SHA-256,
@@ -15,6 +16,16 @@ const taskIDLen = 32
 // PROJECT_ID is letters, digits, hyphens, colons or periods; QUEUE_ID is
 // letters, digits or hyphens, at most 100 characters.
 var queuePattern = regexp.MustCompile(`^projects/[A-Za-z0-9:.-]+/locations/[A-Za-z0-9-]+/queues/[A-Za-z0-9-]{1,100}$`)
+
+// Project returns the project of a full queue name, "" when queue is not
+// one: the project the functions run in, where their logs and traces go.
+func Project(queue string) string {
+	if !queuePattern.MatchString(queue) {
+		return ""
+	}
+	project, _, _ := strings.Cut(strings.TrimPrefix(queue, "projects/"), "/")
+	return project
+}
 
 // taskID names the task that delivers batchID at dueMs for key. Cloud Tasks
 // deduplicates a name for about 24 h, even after the task ran or was deleted,

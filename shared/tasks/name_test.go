@@ -48,3 +48,18 @@ func TestTaskID(t *testing.T) {
 		t.Errorf("taskName() = %q, want %q", got, want)
 	}
 }
+
+func TestProject(t *testing.T) {
+	for queue, want := range map[string]string{
+		"projects/onorca-cloud/locations/us-central1/queues/orca-push-deliver": "onorca-cloud",
+		"projects/example.com:p/locations/europe-west1/queues/q":               "example.com:p",
+		"":                                  "",
+		"projects/p/locations/l":            "",
+		"projects//locations/l/queues/q":    "",
+		"x/projects/p/locations/l/queues/q": "",
+	} {
+		if got := Project(queue); got != want {
+			t.Errorf("Project(%q) = %q, want %q", queue, got, want)
+		}
+	}
+}

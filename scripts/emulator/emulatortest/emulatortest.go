@@ -5,7 +5,7 @@
 package emulatortest
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +59,49 @@ type Process struct {
 	Origin string
 	// Ready is its ready line.
 	Ready string
+	// stdout holds what it wrote to stdout after the ready line.
+	stdout *lines
+}
+
+// lines splits what the process writes to stdout into lines: the first
+// that holds "ready on " goes to ready, those after it are kept. exec's
+// copy into it ends before Cmd.Wait returns, so no line is lost.
+type lines struct {
+	ready chan string
+	// mu guards the fields below.
+	mu      sync.Mutex
+	partial []byte
+	seen    bool
+	after   []string
+}
+
+func (ls *lines) Write(p []byte) (int, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.partial = append(ls.partial, p...)
+	for {
+		i := bytes.IndexByte(ls.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(ls.partial[:i])
+		ls.partial = ls.partial[i+1:]
+		switch {
+		case ls.seen:
+			ls.after = append(ls.after, line)
+		case strings.Contains(line, "ready on "):
+			ls.seen = true
+			ls.ready <- line
+		}
+	}
+}
+
+// Stdout returns the lines the process wrote to stdout after its ready line
+// so far; after Cmd.Wait returned, all of them.
+func (p *Process) Stdout() []string {
+	p.stdout.mu.Lock()
+	defer p.stdout.mu.Unlock()
+	return slices.Clone(p.stdout.after)
 }
 
 // FreePort returns the arguments that make the emulator listen on a free
@@ -78,27 +122,17 @@ func Start(t testing.TB, args, env []string, stderr io.Writer) *Process {
 	}
 	cmd := exec.Command(MustBuild(t), args...)
 	cmd.Env = append(os.Environ(), append([]string{"ORCA_PUSH_DATA_DIR=" + t.TempDir()}, env...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stdout := &lines{ready: make(chan string, 1)}
+	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan string, 1)
-	go func() {
-		for lines := bufio.NewScanner(stdout); lines.Scan(); {
-			if line := lines.Text(); strings.Contains(line, "ready on ") {
-				ready <- line
-			}
-		}
-	}()
 	select {
-	case line := <-ready:
-		_, after, _ := strings.Cut(line, "ready on ")
-		return &Process{Cmd: cmd, Origin: strings.Fields(after)[0], Ready: line}
+	case line := <-stdout.ready:
+		_, rest, _ := strings.Cut(line, "ready on ")
+		return &Process{Cmd: cmd, Origin: strings.Fields(rest)[0], Ready: line, stdout: stdout}
 	case <-time.After(readyTimeout):
 		t.Fatal("the emulator printed no ready line")
 		return nil
