@@ -14,3 +14,8 @@ sql_tier = "db-custom-1-3840"
 
 tasks_max_dispatches_per_second = 100
 tasks_max_concurrent_dispatches = 200
+
+# Today's Orca phones (README.md, "Which phones?"): they read no summaryMembers, so a coalescing window would hide a
+# burst's earlier alerts, and they open only data-only FCM messages. The variables' defaults stay the contract's.
+coalesce_ms = 0
+fcm_message = "data"
