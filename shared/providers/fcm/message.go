@@ -52,7 +52,9 @@ func Size(m push.Message) int {
 // {title, body}; android {priority, ttl, collapse_key, notification
 // {channel_id, tag}}; data holding every orca field as a string, nulls
 // dropped. A dismissal of that form is data-only: no notification, no
-// android.notification, but still a collapse_key.
+// android.notification, and no collapse_key: FCM keeps only four
+// collapsible messages per offline device, so a burst of dismissals with
+// one would lose all but four.
 //
 // The priority is "high": the SDK refuses "HIGH" (it accepts only "normal"
 // and "high"), and FCM reads both.
@@ -65,12 +67,12 @@ func build(m push.Message, token string, now int64, dataOnly bool) *messaging.Me
 		Token: token,
 		Data:  orcaData(m, 0),
 		Android: &messaging.AndroidConfig{
-			Priority:    "high",
-			TTL:         &ttl,
-			CollapseKey: collapseKey(m.CollapseID),
+			Priority: "high",
+			TTL:      &ttl,
 		},
 	}
 	if m.Kind != contract.KindDismiss {
+		msg.Android.CollapseKey = collapseKey(m.CollapseID)
 		msg.Notification = &messaging.Notification{Title: m.Title, Body: m.Body}
 		msg.Android.Notification = &messaging.AndroidNotification{ChannelID: channel(m), Tag: m.CollapseID}
 	}
