@@ -26,6 +26,9 @@ func TestBuildGolden(t *testing.T) {
 			if m.Sealed { // only then, so the older cases' files stay as they were
 				fmt.Fprintf(&b, "sealed: %t\n", m.Sealed)
 			}
+			if m.Urgency != "" { // likewise
+				fmt.Fprintf(&b, "urgency: %s\n", m.Urgency)
+			}
 			for _, f := range m.OrcaFields() {
 				fmt.Fprintf(&b, "orca.%s (%s): %s\n", f.Key, f.Type, f.Value)
 			}

@@ -42,6 +42,12 @@ type Message struct {
 	// forwarded verbatim; empty when absent.
 	PaneKey       string
 	ExecutionHost string
+	// Urgency is the most urgent member's (contract.Notification.
+	// EffectiveUrgency): UrgencyNormal when every member is normal, else
+	// empty, which means high (today's priority). A normal alert goes with
+	// APNs priority 5 and FCM priority normal. Dismissals keep their own
+	// priority whatever it is.
+	Urgency contract.Urgency
 	// Sealed reports whether the latest member's content is sealed
 	// (contract.Notification.Sealed): FCM then sends an alert as a
 	// data-only message, whatever the client's form.

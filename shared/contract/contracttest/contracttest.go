@@ -130,7 +130,30 @@ func Sends() []Case {
 		{"id not string", strings.Replace(SendJSON(""), `["r1"]`, `[1]`, 1), false},
 		{"ids not array", strings.Replace(SendJSON(""), `["r1"]`, `"r1"`, 1), false},
 		{"notification missing", `{"v":1,"registrationIds":["r1"]}`, false},
-	}, genDSends()...)
+	}, append(genDSends(), urgencySends()...)...)
+}
+
+// urgencySends returns /v1/send bodies with the optional urgency (issue
+// "What the phone shows"): "high" or "normal", nothing else.
+func urgencySends() []Case {
+	u := func(v string) string { return SendJSON(`"urgency":` + v) }
+	return []Case{
+		{"urgency high", u(`"high"`), true},
+		{"urgency normal", u(`"normal"`), true},
+		{"urgency normal on a dismissal", SendJSON(`"notificationId":"n1","kind":"dismiss","urgency":"normal"`), true},
+		{"urgency upper-case", u(`"HIGH"`), false},
+		{"urgency low", u(`"low"`), false},
+		{"urgency empty", u(`""`), false},
+		{"urgency null", u(`null`), false},
+		{"urgency number", u(`10`), false},
+		{"urgency padded", u(`" normal"`), false},
+		// The urgency counts in the 3000-byte rule: 3000 bytes with it, then
+		// 3001, which without the urgency would be 2982.
+		{"urgency at 3000 bytes", SendJSON(`"paneKey":"` + strings.Repeat("p", 2048) + `","executionHost":"runtime:` +
+			strings.Repeat("h", 776) + `","urgency":"normal"`), true},
+		{"urgency over 3000 bytes", SendJSON(`"paneKey":"` + strings.Repeat("p", 2048) + `","executionHost":"runtime:` +
+			strings.Repeat("h", 777) + `","urgency":"normal"`), false},
+	}
 }
 
 // genDSends returns /v1/send bodies exercising Gen D's paneKey and

@@ -145,7 +145,8 @@ func appendJSON(b []byte, s string) []byte {
 }
 
 // notification builds apns2's request for m to token: an alert is push type
-// alert, priority 10, with apns-collapse-id; a dismissal is background,
+// alert, priority 10 (5 when its urgency is normal), with apns-collapse-id;
+// a dismissal is background,
 // priority 5, without it. apns-expiration is the deadline floored to seconds
 // (reference-behaviour §4.5, §7.1).
 func notification(token, topic string, m push.Message) *apns2.Notification {
@@ -160,6 +161,8 @@ func notification(token, topic string, m push.Message) *apns2.Notification {
 	}
 	if m.Kind == contract.KindDismiss {
 		n.PushType, n.Priority, n.CollapseID = apns2.PushTypeBackground, apns2.PriorityLow, ""
+	} else if m.Urgency == contract.UrgencyNormal {
+		n.Priority = apns2.PriorityLow
 	}
 	return n
 }

@@ -56,8 +56,8 @@ func Size(m push.Message) int {
 // collapsible messages per offline device, so a burst of dismissals with
 // one would lose all but four.
 //
-// The priority is "high": the SDK refuses "HIGH" (it accepts only "normal"
-// and "high"), and FCM reads both.
+// The priority is "high" ([priority]): the SDK refuses "HIGH" (it accepts
+// only "normal" and "high"), and FCM reads both.
 func build(m push.Message, token string, now int64, dataOnly bool) *messaging.Message {
 	if dataOnly || m.Sealed && m.Kind != contract.KindDismiss {
 		return buildData(m, token, now)
@@ -67,7 +67,7 @@ func build(m push.Message, token string, now int64, dataOnly bool) *messaging.Me
 		Token: token,
 		Data:  orcaData(m, 0),
 		Android: &messaging.AndroidConfig{
-			Priority: "high",
+			Priority: priority(m),
 			TTL:      &ttl,
 		},
 	}
@@ -107,8 +107,17 @@ func buildData(m push.Message, token string, now int64) *messaging.Message {
 	return &messaging.Message{
 		Token:   token,
 		Data:    data,
-		Android: &messaging.AndroidConfig{Priority: "high", TTL: &ttl},
+		Android: &messaging.AndroidConfig{Priority: priority(m), TTL: &ttl},
 	}
+}
+
+// priority is android.priority in either form: "normal" for an alert whose
+// urgency is normal, else "high", a dismissal's whatever it carries.
+func priority(m push.Message) string {
+	if m.Kind != contract.KindDismiss && m.Urgency == contract.UrgencyNormal {
+		return "normal"
+	}
+	return "high"
 }
 
 // orcaData is every orca field of m as a string, nulls dropped, with room

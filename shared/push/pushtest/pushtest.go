@@ -47,7 +47,8 @@ const (
 // alert, a silent alert, a summary of 3 with needs-input, a summary of 2
 // updates, a dismissal, and an alert without an id; then Gen D's: an alert
 // with an (unsealed) paneKey and an executionHost, a sealed alert, a silent
-// sealed alert and a sealed dismissal, each with both fields.
+// sealed alert and a sealed dismissal, each with both fields; then the
+// urgency cases (urgencyCases).
 func Cases() []Case {
 	f := false
 	alert := contract.Notification{
@@ -85,7 +86,35 @@ func Cases() []Case {
 		}},
 		{Name: "dismissal", Members: []contract.Notification{dismiss}},
 		{Name: "alert_without_id", Members: []contract.Notification{bell}},
-	}, genDCases(alert)...)
+	}, append(genDCases(alert), urgencyCases(alert, member, dismiss)...)...)
+}
+
+// urgencyCases are the cases with an urgency (issue "What the phone
+// shows"): a normal alert (APNs priority 5, FCM normal), a summary of two
+// normal members (normal), a summary of a normal and an explicitly high
+// member (high, the most urgent member's), and a normal dismissal (a
+// dismissal's own priority).
+func urgencyCases(alert contract.Notification, member func(string, int64, contract.AgentState) contract.Notification,
+	dismiss contract.Notification) []Case {
+	normal := func(n contract.Notification) contract.Notification {
+		n.Urgency = contract.UrgencyNormal
+		return n
+	}
+	high := member("b", 2, contract.AgentNeedsInput)
+	high.Urgency = contract.UrgencyHigh
+	return []Case{
+		{Name: "normal_alert", Members: []contract.Notification{normal(alert)}},
+		{Name: "summary_normal", Members: []contract.Notification{
+			normal(member("a", 1, contract.AgentFinished)),
+			normal(member("b", 2, "")),
+		}},
+		{Name: "summary_mixed_urgency", Members: []contract.Notification{
+			normal(member("a", 1, contract.AgentFinished)),
+			high,
+			normal(member("c", 3, "")),
+		}},
+		{Name: "normal_dismissal", Members: []contract.Notification{normal(dismiss)}},
+	}
 }
 
 // genDCases are the cases with Gen D's fields, built from alert.
