@@ -29,6 +29,9 @@ func TestBuildGolden(t *testing.T) {
 			if m.Urgency != "" { // likewise
 				fmt.Fprintf(&b, "urgency: %s\n", m.Urgency)
 			}
+			if m.Badge != 0 { // likewise
+				fmt.Fprintf(&b, "badge: %d\n", m.Badge)
+			}
 			for _, f := range m.OrcaFields() {
 				fmt.Fprintf(&b, "orca.%s (%s): %s\n", f.Key, f.Type, f.Value)
 			}

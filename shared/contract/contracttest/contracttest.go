@@ -215,3 +215,31 @@ func genDSends() []Case {
 		{"both over 3000 bytes", SendJSON(`"paneKey":"` + long(2048, "p") + `","executionHost":"runtime:` + long(1000, "h") + `"`), false},
 	}
 }
+
+// Badges returns PUT /v1/devices/{registrationId}/badge bodies, valid and
+// not (issue "What the phone shows"): {"v":1,"count":N}, N an integer
+// 0..MaxBadge.
+func Badges() []Case {
+	count := func(v string) string { return `{"v":1,"count":` + v + `}` }
+	return []Case{
+		{"badge zero", count("0"), true},
+		{"badge one", count("1"), true},
+		{"badge max", count("99999"), true},
+		{"badge integral float", count("7.0"), true},
+		{"badge over max", count("100000"), false},
+		{"badge negative", count("-1"), false},
+		{"badge fraction", count("1.5"), false},
+		{"badge string", count(`"3"`), false},
+		{"badge null", count("null"), false},
+		{"badge bool", count("true"), false},
+		{"badge huge", count("1e400"), false},
+		{"badge missing", `{"v":1}`, false},
+		{"badge v 2", `{"v":2,"count":1}`, false},
+		{"badge v missing", `{"count":1}`, false},
+		{"badge unknown key", `{"v":1,"count":1,"x":1}`, false},
+		{"badge repeated key", `{"v":1,"count":1,"count":2}`, false},
+		{"badge not an object", `[1]`, false},
+		{"badge trailing data", count("1") + `{}`, false},
+		{"badge empty body", ``, false},
+	}
+}

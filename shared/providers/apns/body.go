@@ -1,6 +1,7 @@
 package apns
 
 import (
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -13,8 +14,8 @@ import (
 // Body returns m's APNs payload exactly as it goes on the wire
 // (reference-behaviour §7.1): aps first, then orca. An alert's aps is
 // {alert: {title, body}, sound: "default" (left out when silent),
-// thread-id: the host fingerprint}; a dismissal's is {content-available: 1}
-// only. orca keeps numbers as numbers, a null agentState, and
+// thread-id: the host fingerprint, badge: m.Badge when it has one}; a
+// dismissal's is {content-available: 1} only. orca keeps numbers as numbers, a null agentState, and
 // summaryMembers as an array.
 //
 // apns2 encodes the payload with encoding/json, which escapes '<', '>',
@@ -41,6 +42,10 @@ func Body(m push.Message) []byte {
 		}
 		b = append(b, `,"thread-id":`...)
 		b = appendString(b, m.HostFingerprint)
+		if m.Badge > 0 {
+			b = append(b, `,"badge":`...)
+			b = strconv.AppendInt(b, m.Badge, 10)
+		}
 		b = append(b, '}')
 	}
 	b = append(b, `,"orca":{`...)

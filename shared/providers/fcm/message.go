@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"firebase.google.com/go/v4/messaging"
@@ -50,8 +51,8 @@ func Size(m push.Message) int {
 // dataOnly is set or m is a sealed alert (decisions table, "FCM message"),
 // else the notification form (reference-behaviour §7.2): notification
 // {title, body}; android {priority, ttl, collapse_key, notification
-// {channel_id, tag}}; data holding every orca field as a string, nulls
-// dropped. A dismissal of that form is data-only: no notification, no
+// {channel_id, tag, notification_count: the badge when m has one}}; data
+// holding every orca field as a string, nulls dropped, and badge. A dismissal of that form is data-only: no notification, no
 // android.notification, and no collapse_key: FCM keeps only four
 // collapsible messages per offline device, so a burst of dismissals with
 // one would lose all but four.
@@ -75,6 +76,10 @@ func build(m push.Message, token string, now int64, dataOnly bool) *messaging.Me
 		msg.Android.CollapseKey = collapseKey(m.CollapseID)
 		msg.Notification = &messaging.Notification{Title: m.Title, Body: m.Body}
 		msg.Android.Notification = &messaging.AndroidNotification{ChannelID: channel(m), Tag: m.CollapseID}
+		if m.Badge > 0 {
+			n := int(m.Badge)
+			msg.Data[dataBadge], msg.Android.Notification.NotificationCount = strconv.FormatInt(m.Badge, 10), &n
+		}
 	}
 	return msg
 }
@@ -88,13 +93,16 @@ const (
 	dataTag     = "tag"
 	dataChannel = "channelId"
 	dataSound   = "sound" // "" when silent, absent otherwise
+	// dataBadge is an alert's badge in either form (issue "What the phone
+	// shows"), a decimal string; absent when the message has none.
+	dataBadge = "badge"
 )
 
 // buildData makes Gen D's data-only message: android holds only priority
 // and ttl (no notification, no android.notification, no collapse_key); data
 // holds the orca fields as strings, nulls dropped, and for an alert also
-// title, message, tag (the collapse id), channelId, and sound "" when
-// silent. A dismissal carries the orca strings only.
+// title, message, tag (the collapse id), channelId, sound "" when silent,
+// and badge when m has one. A dismissal carries the orca strings only.
 func buildData(m push.Message, token string, now int64) *messaging.Message {
 	ttl := ttlOf(m.Deadline, now)
 	data := orcaData(m, 5)
@@ -102,6 +110,9 @@ func buildData(m push.Message, token string, now int64) *messaging.Message {
 		data[dataTitle], data[dataMessage], data[dataTag], data[dataChannel] = m.Title, m.Body, m.CollapseID, channel(m)
 		if m.Silent {
 			data[dataSound] = ""
+		}
+		if m.Badge > 0 {
+			data[dataBadge] = strconv.FormatInt(m.Badge, 10)
 		}
 	}
 	return &messaging.Message{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,10 +29,16 @@ type Case struct {
 	// Name names the golden file: testdata/<Name>.golden.
 	Name    string
 	Members []contract.Notification
+	// Badge is the badge delivery stamps on the message; 0 for none.
+	Badge int64
 }
 
-// Message builds the case's message at Deadline.
-func (c Case) Message() push.Message { return push.Build(Host, c.Members, Deadline) }
+// Message builds the case's message at Deadline, with its badge.
+func (c Case) Message() push.Message {
+	m := push.Build(Host, c.Members, Deadline)
+	m.Badge = c.Badge
+	return m
+}
 
 // Sealed content of the sealed cases, as today's desktop makes it (issue
 // "Today's Orca desktops and phones"): opaque per-phone id and epoch, and a
@@ -48,7 +55,7 @@ const (
 // updates, a dismissal, and an alert without an id; then Gen D's: an alert
 // with an (unsealed) paneKey and an executionHost, a sealed alert, a silent
 // sealed alert and a sealed dismissal, each with both fields; then the
-// urgency cases (urgencyCases).
+// urgency cases (urgencyCases) and the badge cases (badgeCases).
 func Cases() []Case {
 	f := false
 	alert := contract.Notification{
@@ -86,7 +93,23 @@ func Cases() []Case {
 		}},
 		{Name: "dismissal", Members: []contract.Notification{dismiss}},
 		{Name: "alert_without_id", Members: []contract.Notification{bell}},
-	}, append(genDCases(alert), urgencyCases(alert, member, dismiss)...)...)
+	}, slices.Concat(genDCases(alert), urgencyCases(alert, member, dismiss), badgeCases(alert, member, dismiss))...)
+}
+
+// badgeCases are the cases with a badge (issue "What the phone shows"): an
+// alert, a silent summary of three, and a dismissal, which carries none
+// whatever delivery stamps.
+func badgeCases(alert contract.Notification, member func(string, int64, contract.AgentState) contract.Notification,
+	dismiss contract.Notification) []Case {
+	f := false
+	silent := member("c", 3, "")
+	silent.Sound = &f
+	return []Case{
+		{Name: "badged_alert", Members: []contract.Notification{alert}, Badge: 7},
+		{Name: "badged_summary", Members: []contract.Notification{
+			member("a", 1, contract.AgentFinished), member("b", 2, contract.AgentNeedsInput), silent}, Badge: 99999 + 3},
+		{Name: "badged_dismissal", Members: []contract.Notification{dismiss}, Badge: 4},
+	}
 }
 
 // urgencyCases are the cases with an urgency (issue "What the phone
