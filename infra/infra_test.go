@@ -436,3 +436,37 @@ func TestTrustedProxyHopsMatchesLoadBalancer(t *testing.T) {
 		t.Error("trusted_proxy_hops = 1 assumes the load balancer exists")
 	}
 }
+
+// TestProductionServesTodaysPhones: production.tfvars deploys for today's Orca phones (no coalescing window, every
+// Android message data-only; README.md, "Which phones?"), while the variables' defaults stay the contract's.
+func TestProductionServesTodaysPhones(t *testing.T) {
+	m := load(t)
+	for name, want := range map[string]string{"coalesce_ms": "3000", "fcm_message": `"notification"`} {
+		if got := m.attr(m.one("variable", name), "default"); got != want {
+			t.Errorf("variable %s default = %s, want the contract's %s", name, got, want)
+		}
+	}
+	dir := os.Getenv("INFRA_DIR")
+	if dir == "" {
+		dir = "."
+	}
+	path := filepath.Join(dir, "environments", "production.tfvars")
+	f, diags := hclparse.NewParser().ParseHCLFile(path)
+	if diags.HasErrors() {
+		t.Fatalf("parse %s: %s", path, diags.Error())
+	}
+	attrs, diags := f.Body.JustAttributes()
+	if diags.HasErrors() {
+		t.Fatalf("%s: %s", path, diags.Error())
+	}
+	for name, want := range map[string]string{"coalesce_ms": "0", "fcm_message": `"data"`} {
+		a, ok := attrs[name]
+		if !ok {
+			t.Errorf("%s does not set %s (today's phones want %s)", path, name, want)
+			continue
+		}
+		if got := strings.TrimSpace(string(a.Expr.Range().SliceBytes(f.Bytes))); got != want {
+			t.Errorf("%s: %s = %s, want %s (today's phones)", path, name, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
-// Package devices is the Devices function: POST /v1/devices, GET /v1/devices
-// and DELETE /v1/devices/{registrationId}, called by desktop hosts with a
-// bearer session.
+// Package devices is the Devices function: POST /v1/devices, GET /v1/devices,
+// DELETE /v1/devices/{registrationId} and PUT
+// /v1/devices/{registrationId}/badge, called by desktop hosts with a bearer
+// session.
 package devices
 
 import (
@@ -34,6 +35,9 @@ func Handler(s *service.Service) http.Handler {
 	}))
 	routes.Handle("DELETE /v1/devices/{registrationId}", s.Edge.Handle(func(w http.ResponseWriter, r *http.Request) error {
 		return remove(s, w, r)
+	}))
+	routes.Handle("PUT /v1/devices/{registrationId}/badge", s.Edge.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		return setBadge(s, w, r)
 	}))
 	mux := http.NewServeMux()
 	mux.Handle("/v1/devices", s.Edge.Authenticated(routes))
@@ -79,5 +83,28 @@ func remove(s *service.Service, w http.ResponseWriter, r *http.Request) error {
 	}
 	s.Counters.Inc(obs.DeviceDeleted)
 	httpx.WriteEmpty(w, http.StatusNoContent)
+	return nil
+}
+
+// setBadge sets a registration's badge to the phone's own count, opting it
+// in (issue "What the phone shows"); another host's registration is
+// not_found, as an unknown one is.
+func setBadge(s *service.Service, w http.ResponseWriter, r *http.Request) error {
+	id, err := contract.DecodeRegistrationID(r.PathValue("registrationId"))
+	if err != nil {
+		return err
+	}
+	body, err := httpx.ReadBody(w, r)
+	if err != nil {
+		return err
+	}
+	req, err := contract.DecodeBadgeRequest(body)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.SetBadge(r.Context(), httpx.Host(r.Context()), id, req.Count, s.Clock.Now().UnixMilli()); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, contract.BadgeResponse(req))
 	return nil
 }

@@ -20,3 +20,8 @@ tasks_max_concurrent_dispatches = 80
 
 # Deliver what is due at once within its send request (one function request and no task operation per push).
 deliver_inline = true
+
+# Today's Orca phones (README.md, "Which phones?"): they read no summaryMembers, so a coalescing window would hide a
+# burst's earlier alerts, and they open only data-only FCM messages. The variables' defaults stay the contract's.
+coalesce_ms = 0
+fcm_message = "data"

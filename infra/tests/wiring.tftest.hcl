@@ -111,9 +111,10 @@ run "wiring" {
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_DELIVER_URL == "https://orca-cloud-push-deliver-123456789012.us-central1.run.app" &&
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_AUDIENCE == "https://orca-cloud-push-deliver-123456789012.us-central1.run.app" &&
       google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_TASKS_SERVICE_ACCOUNT == "orca-cloud-push-tasks@onorca-cloud.iam.gserviceaccount.com" &&
-      google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_FCM_MESSAGE == "notification"
+      google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_FCM_MESSAGE == "data" &&
+      google_cloudfunctions2_function.fn["send"].service_config[0].environment_variables.ORCA_PUSH_COALESCE_MS == "0"
     )
-    error_message = "gateway env values are wired wrong (database URL, instance, public URL, proxy hops, queue, deliver URL/audience, tasks SA, FCM message form)"
+    error_message = "gateway env values are wired wrong (database URL, instance, public URL, proxy hops, queue, deliver URL/audience, tasks SA, production's FCM message form and coalescing window for today's phones)"
   }
 
   # --- who may invoke what --------------------------------------------------------------------------------------
@@ -230,19 +231,26 @@ run "wiring" {
   }
 }
 
-# ORCA_PUSH_FCM_MESSAGE: the variable reaches every function, and a value the gateway would refuse to start on is
-# refused at plan time.
-run "fcm_message_data" {
+# ORCA_PUSH_FCM_MESSAGE and ORCA_PUSH_COALESCE_MS: the variables reach every function (production.tfvars sets data
+# and 0; here the contract's values), and a form the gateway would refuse to start on is refused at plan time.
+run "fcm_message_notification" {
   command = apply
 
   variables {
-    fcm_message = "data"
+    fcm_message = "notification"
+    coalesce_ms = 3000
   }
 
   assert {
     condition = alltrue([for k, f in google_cloudfunctions2_function.fn :
-    f.service_config[0].environment_variables.ORCA_PUSH_FCM_MESSAGE == "data"])
+    f.service_config[0].environment_variables.ORCA_PUSH_FCM_MESSAGE == "notification"])
     error_message = "fcm_message must reach every function as ORCA_PUSH_FCM_MESSAGE"
+  }
+
+  assert {
+    condition = alltrue([for k, f in google_cloudfunctions2_function.fn :
+    f.service_config[0].environment_variables.ORCA_PUSH_COALESCE_MS == "3000"])
+    error_message = "coalesce_ms must reach every function as ORCA_PUSH_COALESCE_MS"
   }
 }
 

@@ -114,6 +114,8 @@ type parsed struct {
 const pageHelpers = `
 window.phone = (platform) => document.querySelector('.phone[data-platform="' + platform + '"]');
 window.titles = (p) => [...p.querySelectorAll('.banner:not(.failed) .title')].map((e) => e.textContent);
+window.livePhone = (platform) => [...document.querySelectorAll('.phone[data-platform="' + platform + '"]')].find((p) => p.dataset.dead === "false");
+window.iconBadge = (p) => { const b = p.querySelector(".app-badge"); return b ? b.textContent : ""; };
 window.fates = (id) => [...document.querySelectorAll('#fates > li[data-id="' + id + '"][data-kind="alert"] li[data-status]')]
   .map((e) => e.dataset.status + (e.textContent.includes(" · Unregistered") ? ":Unregistered" : "")).sort().join();
 `
@@ -123,7 +125,9 @@ window.fates = (id) => [...document.querySelectorAll('#fates > li[data-id="' + i
 // its dismissal removing it, an uninstalled app's 410 and the phone marked
 // dead, a burst shown as one summary after "+3 s", and a silent alert
 // marked; pending tasks count down as the clock moves; the receipts panel
-// follows each send on each phone, to a phone deleted before it got it.
+// follows each send on each phone, to a phone deleted before it got it; a
+// phone's app icon shows no badge until its app is opened (badge 0, opting
+// it in), then each alert's count, a summary raising it by its members.
 func TestConsole(t *testing.T) {
 	ctx := mustBrowser(t)
 	p := startEmulator(t, "ORCA_PUSH_MANUAL_CLOCK=1")
@@ -212,5 +216,34 @@ func TestConsole(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`.phone[data-platform="android"] button.delete`)),
 		until(`fates("n-never") === "dropped" &&
 			document.querySelector('#fates > li[data-id="n-never"] li').textContent.includes("(deleted)")`),
+	)
+	c.step("no-badge-before-opted-in",
+		chromedp.Click(chromedp.ID("add-ios")),
+		until(`livePhone("ios") !== undefined && livePhone("ios").dataset.registration`),
+	)
+	ios, err := chromedp.Run(ctx, chromedp.Evaluate[string](`livePhone("ios").dataset.registration`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.step("badge-unset",
+		sendForm("alert", "Not badged", "", ios, true, 9),
+		chromedp.Click(chromedp.CSS(`button[data-advance="3000"]`)),
+		until(`titles(livePhone("ios")).includes("Not badged") && iconBadge(livePhone("ios")) === "" &&
+			livePhone("ios").querySelector(".appicon").dataset.badge === ""`),
+	)
+	c.step("badge-after-open",
+		chromedp.Click(chromedp.CSS(`.phone[data-registration="`+ios+`"] button.open-app`)),
+		until(`livePhone("ios").querySelector(".appicon").dataset.badge === "0"`),
+		sendForm("alert", "Badged", "", ios, true, 10),
+		chromedp.Click(chromedp.CSS(`button[data-advance="3000"]`)),
+		until(`titles(livePhone("ios")).includes("Badged") && iconBadge(livePhone("ios")) === "1"`),
+	)
+	c.step("badge-summary",
+		sendForm("alert", "Badged 2", "", ios, true, 11),
+		sendForm("alert", "Badged 3", "", ios, true, 12),
+		chromedp.Click(chromedp.CSS(`button[data-advance="3000"]`)),
+		until(`livePhone("ios").querySelector('.banner.summary[data-count="2"]') !== null && iconBadge(livePhone("ios")) === "3"`),
+		chromedp.Click(chromedp.CSS(`.phone[data-registration="`+ios+`"] button.open-app`)),
+		until(`iconBadge(livePhone("ios")) === "" && livePhone("ios").querySelector(".appicon").dataset.badge === "0"`),
 	)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -137,6 +138,32 @@ func deleteFlags(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
 		c.print(struct {
 			Deleted string `json:"deleted"`
 		}{args[0]}, "deleted "+args[0]+"\n")
+		return nil
+	}
+}
+
+func badgeFlags(fs *flag.FlagSet) func(context.Context, *cli, []string) error {
+	return func(ctx context.Context, c *cli, args []string) error {
+		if len(args) != 2 {
+			return usagef("badge takes a registration id and a count")
+		}
+		// Any integer goes to the gateway, which refuses one out of range.
+		n, err := strconv.ParseInt(args[1], 10, 64)
+		if err != nil {
+			return usagef("badge count %q is not an integer", args[1])
+		}
+		h, err := c.connect()
+		if err != nil {
+			return err
+		}
+		var count int64
+		if err := h.do(ctx, func() error { count, err = h.client.Badge(ctx, args[0], n); return err }); err != nil {
+			return err
+		}
+		c.print(struct {
+			RegistrationID string `json:"registrationId"`
+			Count          int64  `json:"count"`
+		}{args[0], count}, fmt.Sprintf("badge of %s set to %d\n", args[0], count))
 		return nil
 	}
 }

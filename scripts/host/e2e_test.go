@@ -103,6 +103,7 @@ type inboxEntry struct {
 	Body     struct {
 		APS struct {
 			Alert *struct{ Title, Body string } `json:"alert"`
+			Badge *int64                        `json:"badge"`
 		} `json:"aps"`
 		Orca    map[string]any `json:"orca"`
 		Message struct {

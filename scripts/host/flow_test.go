@@ -112,6 +112,31 @@ func TestCommandLineFlow(t *testing.T) {
 		t.Fatalf("after delete: %+v", devices)
 	}
 
+	// badge ID N opts the phone in: the next alert carries N+1.
+	var badge struct {
+		RegistrationID string
+		Count          int64
+	}
+	h.ok(&badge, "badge", ios.RegistrationID, "4", "--json")
+	if badge.RegistrationID != ios.RegistrationID || badge.Count != 4 {
+		t.Fatalf("badge = %+v", badge)
+	}
+	h.ok(&sent, "send", "--title", "badged", "--to", ios.RegistrationID, "--json")
+	advance(t, origin, "3000")
+	in = inbox(t, origin)
+	if last := in[len(in)-1]; last.Provider != "apns" || last.Body.APS.Badge == nil || *last.Body.APS.Badge != 5 {
+		t.Errorf("the alert after badge 4 = %+v, want aps.badge 5", last)
+	}
+	if r := h.run("badge", ios.RegistrationID, "100000"); r.code != 1 || !strings.Contains(r.stderr, "400 invalid_request") {
+		t.Errorf("badge 100000: %+v, want exit 1 with 400 invalid_request", r)
+	}
+	if r := h.run("badge", android.RegistrationID, "1"); r.code != 1 || !strings.Contains(r.stderr, "404 not_found") {
+		t.Errorf("badge of a deleted registration: %+v, want exit 1 with 404 not_found", r)
+	}
+	if r := h.run("badge", ios.RegistrationID, "x"); r.code != 2 {
+		t.Errorf("badge x: %+v, want exit 2", r)
+	}
+
 	// Refusals exit 1 with the gateway's error.
 	r := h.run("send", "--title", strings.Repeat("t", contract.MaxTitle+1), "--json")
 	if r.code != 1 || !strings.Contains(r.stderr, "refused by the gateway: 400 invalid_request") ||

@@ -43,7 +43,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{}, {"bogus"}, {"register"}, {"register", "web"}, {"register", "android", "--sandbox"},
 		{"send"}, {"send", "--title", "x", "--to", "r1", "--all"}, {"dismiss"}, {"delete"}, {"devices", "extra"},
-		{"send", "--no-such-flag"}, {"watch", "--interval", "0s"},
+		{"send", "--no-such-flag"}, {"watch", "--interval", "0s"}, {"badge"}, {"badge", "r1"}, {"badge", "r1", "2.5"},
 	} {
 		var stdout, stderr bytes.Buffer
 		config := t.TempDir()

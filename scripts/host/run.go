@@ -49,6 +49,7 @@ var commands = []struct {
 	{"send", command{"", "send an alert to --to IDs or to every phone (--all, the default)", sendFlags}},
 	{"dismiss", command{"", "send the dismissal of alert --id", dismissFlags}},
 	{"delete", command{"ID", "delete a registration", deleteFlags}},
+	{"badge", command{"ID N", "set a registration's app-icon badge to N, the phone's own count (opts it in)", badgeFlags}},
 	{"receipts", command{"SEQ...", "what became of the key's events (--epoch, --dismiss)", receiptsFlags}},
 	{"watch", command{"", "follow the emulator's inbox, one line per provider request", watchFlags}},
 }

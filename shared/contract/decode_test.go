@@ -100,3 +100,20 @@ func TestUTF16Len(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeBadgeRequest(t *testing.T) {
+	for _, tt := range contracttest.Badges() {
+		t.Run(tt.Name, func(t *testing.T) {
+			_, err := contract.DecodeBadgeRequest([]byte(tt.Body))
+			if tt.OK && err != nil {
+				t.Fatalf("DecodeBadgeRequest = %v, want nil", err)
+			}
+			if !tt.OK && !errors.Is(err, contract.ErrInvalidRequest) {
+				t.Fatalf("DecodeBadgeRequest = %v, want ErrInvalidRequest", err)
+			}
+		})
+	}
+	if r, err := contract.DecodeBadgeRequest([]byte(`{"v":1,"count":42}`)); err != nil || r.Count != 42 {
+		t.Errorf("DecodeBadgeRequest = %+v, %v, want count 42", r, err)
+	}
+}

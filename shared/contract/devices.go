@@ -78,6 +78,36 @@ type DeviceList struct {
 	Devices []Device `json:"devices"`
 }
 
+// BadgeRequest is the body of PUT /v1/devices/{registrationId}/badge: the
+// phone's own count, which overwrites the registration's absolutely.
+type BadgeRequest struct {
+	Count int64
+}
+
+// BadgeResponse is its 200 answer.
+type BadgeResponse struct {
+	Count int64 `json:"count"`
+}
+
+// DecodeBadgeRequest strictly decodes {"v":1,"count":N}, N an integer
+// 0..MaxBadge. Any failure is ErrInvalidRequest.
+func DecodeBadgeRequest(body []byte) (BadgeRequest, error) {
+	o, err := parseTop(body)
+	if err != nil {
+		return BadgeRequest{}, err
+	}
+	o.version()
+	var r BadgeRequest
+	r.Count, _ = o.integer("count", true, 0)
+	if err := o.finish("body"); err != nil {
+		return BadgeRequest{}, err
+	}
+	if r.Count > MaxBadge {
+		return BadgeRequest{}, invalid("count is out of range")
+	}
+	return r, nil
+}
+
 // DecodeRegisterRequest strictly decodes a registration (reference-behaviour
 // §2.3 with the decisions table): an iOS token is non-empty even-length hex
 // of at most MaxTokenChars and needs apnsEnvironment; an Android token is

@@ -89,6 +89,9 @@ const (
 	MaxNotificationID = 2048
 	// MaxWorktreeID is the worktreeId limit, in UTF-16 code units.
 	MaxWorktreeID = 2048
+	// MaxBadge is the largest count PUT /v1/devices/{registrationId}/badge
+	// accepts (issue "What the phone shows"; the sibling relay's).
+	MaxBadge = 99999
 	// MaxTitle is the title limit, in UTF-16 code units as the desktop counts.
 	MaxTitle = 80
 	// MaxBody is the body limit, in UTF-16 code units.

@@ -30,6 +30,7 @@ func TestLimitsPinTheContract(t *testing.T) {
 		{"MaxNotificationID", contract.MaxNotificationID, 2048},
 		{"MaxWorktreeID", contract.MaxWorktreeID, 2048},
 		{"MaxTitle", contract.MaxTitle, 80},
+		{"MaxBadge", contract.MaxBadge, 99999},
 		{"MaxBody", contract.MaxBody, 180},
 		{"MaxNotificationBytes", contract.MaxNotificationBytes, 3000},
 		{"AlertQuota", contract.AlertQuota, 300},

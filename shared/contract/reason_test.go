@@ -37,6 +37,8 @@ func TestReasonNeverHoldsAValue(t *testing.T) {
 			caseBodies(contracttest.Sends())},
 		{"receipts", func(b []byte) error { _, err := contract.DecodeReceiptsRequest(b); return err },
 			caseBodies(contracttest.Receipts())},
+		{"badge", func(b []byte) error { _, err := contract.DecodeBadgeRequest(b); return err },
+			caseBodies(contracttest.Badges())},
 	}
 	for _, d := range decoders {
 		t.Run(d.name, func(t *testing.T) {

@@ -15,6 +15,17 @@ const (
 	KindDismiss Kind = "dismiss"
 )
 
+// Urgency is how promptly the platform should present an alert: APNs
+// apns-priority and FCM android.priority. An omitted urgency is high, today's
+// priority.
+type Urgency string
+
+// The urgencies.
+const (
+	UrgencyHigh   Urgency = "high"
+	UrgencyNormal Urgency = "normal"
+)
+
 // Status is one registration's result in a /v1/send answer.
 type Status string
 
@@ -46,6 +57,18 @@ type Notification struct {
 	// SealedPaneKeyPrefix marks sealed content ([Notification.Sealed]).
 	PaneKey       string
 	ExecutionHost string
+	// Urgency is the optional urgency, empty when absent
+	// ([Notification.EffectiveUrgency]).
+	Urgency Urgency
+}
+
+// EffectiveUrgency returns the urgency, with an omitted urgency read as
+// high.
+func (n *Notification) EffectiveUrgency() Urgency {
+	if n.Urgency == "" {
+		return UrgencyHigh
+	}
+	return n.Urgency
 }
 
 // EffectiveKind returns the kind, with an omitted kind read as an alert.
@@ -179,6 +202,11 @@ func readNotification(o *object) Notification {
 	} else {
 		n.ExecutionHost = h
 	}
+	u, hasUrgency := o.str("urgency", false)
+	n.Urgency = Urgency(u)
+	if hasUrgency && n.Urgency != UrgencyHigh && n.Urgency != UrgencyNormal {
+		o.fail(invalid("urgency is unknown"))
+	}
 	return n
 }
 
@@ -273,11 +301,15 @@ func jsWhiteSpace(r rune) bool {
 // nothing in ../shared records where Gen D's schema puts them, and the
 // 3000-byte rule does not depend on key order. Absent, they write nothing,
 // so an older desktop's notification keeps its bytes, its fingerprint and
-// its stored form.
+// its stored form. urgency follows them, as given; in the fingerprint form
+// it is normalised like kind, but the other way round: high (the omitted
+// urgency's meaning) is left out, so an omitted, an explicit high and an
+// older desktop's notification are the same content, and only normal is
+// written.
 func (n *Notification) AppendJSON(b []byte, withSound bool) []byte {
 	// Room for the keys, the numbers and the strings unescaped, so that
 	// the common notification is written without growing b again.
-	b = slices.Grow(b, 256+len(n.NotificationID)+len(n.Epoch)+len(n.Title)+len(n.Body)+
+	b = slices.Grow(b, 276+len(n.NotificationID)+len(n.Epoch)+len(n.Title)+len(n.Body)+
 		len(n.WorktreeID)+len(n.PaneKey)+len(n.ExecutionHost))
 	b = append(b, '{')
 	first := true
@@ -335,6 +367,10 @@ func (n *Notification) AppendJSON(b []byte, withSound bool) []byte {
 	if n.ExecutionHost != "" {
 		key("executionHost")
 		b = AppendJSString(b, n.ExecutionHost)
+	}
+	if withSound && n.Urgency != "" || !withSound && n.Urgency == UrgencyNormal {
+		key("urgency")
+		b = AppendJSString(b, string(n.Urgency))
 	}
 	return append(b, '}')
 }

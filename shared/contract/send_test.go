@@ -114,3 +114,42 @@ func TestSealedPaneKey(t *testing.T) {
 		}
 	}
 }
+
+// TestUrgency: urgency decodes into the notification and is written last,
+// as given; absent, it writes nothing (an older desktop's bytes). In the
+// fingerprint form an omitted and an explicit high are the same content and
+// normal is other content.
+func TestUrgency(t *testing.T) {
+	decode := func(fields string) contract.Notification {
+		t.Helper()
+		req, err := contract.DecodeSendRequest([]byte(contracttest.SendJSON(fields)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req.Notification
+	}
+	absent, high, normal := decode(``), decode(`"urgency":"high"`), decode(`"urgency":"normal"`)
+	if absent.Urgency != "" || high.Urgency != contract.UrgencyHigh || normal.Urgency != contract.UrgencyNormal {
+		t.Fatalf("decoded urgencies %q, %q, %q", absent.Urgency, high.Urgency, normal.Urgency)
+	}
+	if absent.EffectiveUrgency() != contract.UrgencyHigh || normal.EffectiveUrgency() != contract.UrgencyNormal {
+		t.Errorf("effective urgencies %q, %q", absent.EffectiveUrgency(), normal.EffectiveUrgency())
+	}
+	const older = `{"notificationSeq":1,"notificationEpoch":"e1","source":"agent-task-complete","agentState":null,"title":"t","body":""}`
+	if got := string(absent.AppendJSON(nil, true)); got != older {
+		t.Errorf("AppendJSON without urgency = %s, want %s", got, older)
+	}
+	if got, want := string(normal.AppendJSON(nil, true)), strings.TrimSuffix(older, "}")+`,"urgency":"normal"}`; got != want {
+		t.Errorf("AppendJSON = %s, want %s", got, want)
+	}
+	if got, want := string(high.AppendJSON(nil, true)), strings.TrimSuffix(older, "}")+`,"urgency":"high"}`; got != want {
+		t.Errorf("AppendJSON = %s, want %s", got, want)
+	}
+	fa, fh, fn := absent.AppendJSON(nil, false), high.AppendJSON(nil, false), normal.AppendJSON(nil, false)
+	if string(fa) != string(fh) {
+		t.Errorf("fingerprint forms of an omitted and an explicit high differ:\n%s\n%s", fa, fh)
+	}
+	if string(fa) == string(fn) {
+		t.Errorf("fingerprint form of normal equals high's: %s", fn)
+	}
+}

@@ -58,6 +58,7 @@ type storedNotification struct {
 	WorktreeID     string      `json:"worktreeId"`
 	PaneKey        string      `json:"paneKey"`
 	ExecutionHost  string      `json:"executionHost"`
+	Urgency        Urgency     `json:"urgency"`
 }
 
 func (s *storedNotification) notification() Notification {
@@ -65,7 +66,7 @@ func (s *storedNotification) notification() Notification {
 		NotificationID: s.NotificationID, Seq: s.Seq, Epoch: s.Epoch, Source: s.Source,
 		Sound: s.Sound, Kind: s.Kind, ExpiresAt: s.ExpiresAt,
 		Title: s.Title, Body: s.Body, WorktreeID: s.WorktreeID,
-		PaneKey: s.PaneKey, ExecutionHost: s.ExecutionHost,
+		PaneKey: s.PaneKey, ExecutionHost: s.ExecutionHost, Urgency: s.Urgency,
 	}
 	if s.AgentState != nil {
 		n.AgentState = *s.AgentState
@@ -140,6 +141,9 @@ func (s *storedScanner) notification() Notification {
 	}
 	if s.lit(`,"executionHost":`) {
 		n.ExecutionHost = s.str()
+	}
+	if s.lit(`,"urgency":`) {
+		n.Urgency = Urgency(s.str())
 	}
 	s.expect("}")
 	return n

@@ -51,6 +51,7 @@ func randStored(r *rand.Rand) Notification {
 	if r.IntN(2) == 0 {
 		n.ExecutionHost = ExecutionHostPrefix + "h" + text(10)
 	}
+	n.Urgency = []Urgency{"", UrgencyHigh, UrgencyNormal}[r.IntN(3)]
 	return n
 }
 

@@ -20,6 +20,8 @@ func TestStoredNotificationsRoundTrip(t *testing.T) {
 			Title: "<b>&</b> 😀", Body: "line\nbreak\u0001", WorktreeID: "w",
 			PaneKey: "e2e1:\"pane\"\n😀", ExecutionHost: "runtime:env%201"},
 		{Seq: 4, Epoch: "e", Source: contract.SourcePlugin, Title: "t", ExecutionHost: "runtime:h"},
+		{Seq: 5, Epoch: "e", Source: contract.SourcePlugin, Title: "t", Urgency: contract.UrgencyNormal},
+		{Seq: 6, Epoch: "e", Source: contract.SourcePlugin, Title: "t", ExecutionHost: "runtime:h", Urgency: contract.UrgencyHigh},
 		{NotificationID: "n2", Seq: 3, Epoch: "e", Source: contract.SourceAgentTaskComplete, Sound: &on,
 			Kind: contract.KindDismiss, AgentState: contract.AgentFinished, Title: "t", Body: "b"},
 	}
@@ -33,6 +35,12 @@ func TestStoredNotificationsRoundTrip(t *testing.T) {
 	}
 	if again := contract.AppendNotifications(nil, got); string(again) != string(payload) {
 		t.Fatalf("re-encoded payload differs:\n%s\n%s", payload, again)
+	}
+	// A row stored before urgency existed reads as absent: high.
+	olderRow := `[{"notificationId":"n1","notificationSeq":1,"notificationEpoch":"e","source":"plugin","agentState":null,"title":"t","body":"","executionHost":"runtime:h"}]`
+	if got, err := contract.DecodeNotifications([]byte(olderRow)); err != nil || len(got) != 1 || got[0].Urgency != "" ||
+		got[0].EffectiveUrgency() != contract.UrgencyHigh || got[0].ExecutionHost != "runtime:h" {
+		t.Errorf("DecodeNotifications(older row) = %+v, %v", got, err)
 	}
 	for _, bad := range []string{``, `{}`, `[1]`, `["x"]`, `[{"notificationSeq":"1"}]`} {
 		if _, err := contract.DecodeNotifications([]byte(bad)); err == nil {

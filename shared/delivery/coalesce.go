@@ -88,10 +88,15 @@ func join(ev *event, open store.OpenBatch, deadline int64) (string, int, bool, e
 	return appendPayload(open.Payload, ev.item), len(members), true, nil
 }
 
+// fitsMessage reports whether m fits contract.MaxProviderPayload as the APNs
+// body and as the FCM message, as fits measures a batch's.
+func fitsMessage(m push.Message) bool {
+	return len(apns.Body(m)) <= contract.MaxProviderPayload && fcm.Size(m) <= contract.MaxProviderPayload
+}
+
 // fits reports whether the batch's message fits contract.MaxProviderPayload
 // both as the APNs body and as the FCM message (without the token, at its
 // largest ttl), built by the providers' own code.
 func fits(host string, members []contract.Notification, deadline int64) bool {
-	m := push.Build(host, members, deadline)
-	return len(apns.Body(m)) <= contract.MaxProviderPayload && fcm.Size(m) <= contract.MaxProviderPayload
+	return fitsMessage(push.Build(host, members, deadline))
 }

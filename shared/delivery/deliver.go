@@ -107,6 +107,14 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 		d.counters.Inc(obs.DeliveryRetry)
 	}
 	msg := push.Build(c.batch.Host, c.members, c.batch.ExpiresAt)
+	if msg.Kind != contract.KindDismiss && dev.Badged {
+		if msg.Badge, err = d.badge(ctx, c); err != nil {
+			return fmt.Errorf("deliver: %w", err)
+		}
+		if !fitsMessage(msg) {
+			msg.Badge = 0 // the alert goes, without its badge, rather than not at all
+		}
+	}
 	target := push.Target{Platform: dev.Platform, Token: dev.Token, APNSEnvironment: dev.APNSEnvironment}
 	provider := d.fcm
 	if dev.Platform == contract.PlatformIOS {
@@ -170,6 +178,18 @@ var credentialCounter = map[contract.Platform]string{
 // sinceMillis is how long ago, by clk, the epoch-millisecond time at was.
 func sinceMillis(clk clock.Clock, at int64) time.Duration {
 	return time.Duration(clk.Now().UnixMilli()-at) * time.Millisecond
+}
+
+// badge is the number an alert batch of a registration with a badge
+// carries: the one recorded at its first attempt, or, at that first attempt,
+// the registration's count raised by the notifications it carries, recorded
+// with the batch (store.StampBadge), so that a retry carries the same
+// number and the count moves once per push, not per attempt.
+func (d *Deliverer) badge(ctx context.Context, c *claimed) (int64, error) {
+	if c.batch.Badge > 0 {
+		return c.batch.Badge, nil
+	}
+	return d.store.StampBadge(ctx, c.batch.ID, c.token, c.batch.RegistrationID, len(c.members))
 }
 
 // send makes the provider call, cut short by Halt.

@@ -40,6 +40,12 @@ type sendRequest struct {
 	Notification    contract.Notification `json:"notification"`
 }
 
+// badgeRequest is the body of PUT /v1/devices/{registrationId}/badge.
+type badgeRequest struct {
+	V     int   `json:"v"`
+	Count int64 `json:"count"`
+}
+
 // receiptsRequest is the body of POST /v1/receipts.
 type receiptsRequest struct {
 	V      int        `json:"v"`

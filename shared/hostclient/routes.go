@@ -60,6 +60,25 @@ func (c *Client) Delete(ctx context.Context, registrationID string) error {
 	return c.call(ctx, "delete", http.MethodDelete, "/v1/devices/"+url.PathEscape(registrationID), nil, nil)
 }
 
+// Badge sets a registration's app-icon badge to count, the phone's own
+// (PUT /v1/devices/{registrationId}/badge), opting it in: from then on
+// every alert push raises it by the notifications it carries and shows the
+// total. It returns the count the gateway stored. An unknown or foreign id
+// is an [*APIError] that matches contract.ErrNotFound; a count outside
+// 0..contract.MaxBadge one that matches contract.ErrInvalidRequest.
+func (c *Client) Badge(ctx context.Context, registrationID string, count int64) (int64, error) {
+	body, err := encodeJSON(badgeRequest{V: 1, Count: count})
+	if err != nil {
+		return 0, fmt.Errorf("badge: %w", err)
+	}
+	var resp contract.BadgeResponse
+	path := "/v1/devices/" + url.PathEscape(registrationID) + "/badge"
+	if err := c.call(ctx, "badge", http.MethodPut, path, body, &resp); err != nil {
+		return 0, err
+	}
+	return resp.Count, nil
+}
+
 // Send sends n to registrationIDs in requests of at most
 // contract.MaxRegistrationIDs ids, as the desktop dispatcher does, and
 // returns the results of all requests in order. The gateway drops repeated

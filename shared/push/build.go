@@ -16,7 +16,8 @@ const SummaryTitle = "Orca"
 // deadline the batch's deadline in epoch milliseconds. A single member keeps
 // its title and body; several make a summary titled [SummaryTitle] that
 // carries the latest member's routing fields (reference-behaviour §5.3), Gen
-// D's paneKey and executionHost among them. The collapse id follows §5.4.
+// D's paneKey and executionHost among them; its urgency is its most urgent
+// member's. The collapse id follows §5.4.
 // Build panics if members is empty.
 func Build(host string, members []contract.Notification, deadline int64) Message {
 	latest := &members[len(members)-1]
@@ -37,6 +38,7 @@ func Build(host string, members []contract.Notification, deadline int64) Message
 		PaneKey:           latest.PaneKey,
 		ExecutionHost:     latest.ExecutionHost,
 		Sealed:            latest.Sealed(),
+		Urgency:           urgency(members),
 	}
 	if len(members) > 1 {
 		m.Title = SummaryTitle
@@ -54,6 +56,17 @@ func Build(host string, members []contract.Notification, deadline int64) Message
 	}
 	m.CollapseID = collapseID(&m)
 	return m
+}
+
+// urgency is the most urgent member's: empty (high) when any member is
+// high, else UrgencyNormal.
+func urgency(members []contract.Notification) contract.Urgency {
+	for i := range members {
+		if members[i].EffectiveUrgency() == contract.UrgencyHigh {
+			return ""
+		}
+	}
+	return contract.UrgencyNormal
 }
 
 // CanSummarize reports whether members may form one summary with

@@ -26,6 +26,12 @@ func TestBuildGolden(t *testing.T) {
 			if m.Sealed { // only then, so the older cases' files stay as they were
 				fmt.Fprintf(&b, "sealed: %t\n", m.Sealed)
 			}
+			if m.Urgency != "" { // likewise
+				fmt.Fprintf(&b, "urgency: %s\n", m.Urgency)
+			}
+			if m.Badge != 0 { // likewise
+				fmt.Fprintf(&b, "badge: %d\n", m.Badge)
+			}
 			for _, f := range m.OrcaFields() {
 				fmt.Fprintf(&b, "orca.%s (%s): %s\n", f.Key, f.Type, f.Value)
 			}

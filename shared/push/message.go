@@ -42,6 +42,18 @@ type Message struct {
 	// forwarded verbatim; empty when absent.
 	PaneKey       string
 	ExecutionHost string
+	// Urgency is the most urgent member's (contract.Notification.
+	// EffectiveUrgency): UrgencyNormal when every member is normal, else
+	// empty, which means high (today's priority). A normal alert goes with
+	// APNs priority 5 and FCM priority normal. Dismissals keep their own
+	// priority whatever it is.
+	Urgency contract.Urgency
+	// Badge is the app-icon badge an alert carries (issue "What the phone
+	// shows"): the registration's count once raised by this push, stamped
+	// by delivery, not by [Build]. 0 means none, and leaves the message's
+	// bytes as they were: a stamped count is at least 1. Dismissals carry
+	// none.
+	Badge int64
 	// Sealed reports whether the latest member's content is sealed
 	// (contract.Notification.Sealed): FCM then sends an alert as a
 	// data-only message, whatever the client's form.

@@ -196,6 +196,11 @@ type Batch struct {
 	Attempts    int
 	ScheduledAt int64
 	CreatedAt   int64
+	// Badge is the badge number its push carries, recorded at its first
+	// attempt (Store.StampBadge); 0 when none was (no badge, a dismissal,
+	// or not yet attempted): a stamped number is at least 1. Read by the
+	// claim only.
+	Badge int64
 }
 
 // Batch reads one batch; ErrNoRow when there is none.

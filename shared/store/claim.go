@@ -44,19 +44,19 @@ func (t *Tx) ClaimView(ctx context.Context, id string, now int64) (ClaimView, er
 	var leased sql.NullInt64
 	var fenced int
 	var reg, token, platform, env sql.NullString
-	var dead sql.NullInt64
+	var dead, stamped, badge sql.NullInt64
 	err := t.r.queryRow(ctx, `SELECT b.batch_id, b.host_fingerprint, b.registration_id, b.kind, b.payload_json,
 		b.members, b.state, b.due_at, b.expires_at, b.lease_until, b.attempts, b.scheduled_at, b.created_at,
 		(SELECT MAX(o.lease_until) FROM push_delivery_batches o WHERE o.registration_id = b.registration_id
 			AND o.batch_id <> b.batch_id AND o.state = 'pending' AND o.lease_until > $2),
 		(SELECT COUNT(*) FROM (SELECT 1 FROM push_dismissed_events f
 			WHERE f.host_fingerprint = b.host_fingerprint LIMIT 1) AS any_fence),
-		d.registration_id, d.token, d.platform, d.apns_environment, d.dead_at
+		d.registration_id, d.token, d.platform, d.apns_environment, d.dead_at, b.badge, d.badge_count
 		FROM push_delivery_batches b LEFT JOIN push_devices d ON d.registration_id = b.registration_id
 		WHERE b.batch_id = $1`, id, now).
 		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,
 			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &b.Attempts, &b.ScheduledAt, &b.CreatedAt,
-			&leased, &fenced, &reg, &token, &platform, &env, &dead)
+			&leased, &fenced, &reg, &token, &platform, &env, &dead, &stamped, &badge)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ClaimView{}, ErrNoRow
 	}
@@ -64,10 +64,11 @@ func (t *Tx) ClaimView(ctx context.Context, id string, now int64) (ClaimView, er
 		return ClaimView{}, fmt.Errorf("claim view: %w", err)
 	}
 	v.LeasedUntil, v.HostFenced = leased.Int64, fenced > 0
+	b.Badge = stamped.Int64
 	if reg.Valid {
 		v.Device = Device{RegistrationID: reg.String, HostFingerprint: b.Host, Token: token.String,
 			Platform: contract.Platform(platform.String), APNSEnvironment: contract.APNSEnvironment(env.String),
-			Dead: dead.Valid}
+			Dead: dead.Valid, Badged: badge.Valid, Badge: badge.Int64}
 	}
 	return v, nil
 }

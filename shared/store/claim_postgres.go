@@ -47,7 +47,7 @@ const postgresClaim = `WITH b AS (
 	SELECT b.batch_id, b.host_fingerprint, b.registration_id, b.kind, b.payload_json, b.members, b.state,
 		b.due_at, b.expires_at, b.lease_until, b.attempts, b.scheduled_at, b.created_at,
 		(SELECT until FROM sib), (SELECT attempts FROM leased), EXISTS (SELECT 1 FROM expired),
-		d.registration_id, d.token, d.platform, d.apns_environment, d.dead_at,
+		d.registration_id, d.token, d.platform, d.apns_environment, d.dead_at, b.badge, d.badge_count,
 		ARRAY(SELECT notification_epoch FROM fences), ARRAY(SELECT notification_id FROM fences),
 		ARRAY(SELECT notification_seq FROM fences)
 	FROM b LEFT JOIN push_devices d ON d.registration_id = b.registration_id`
@@ -58,6 +58,7 @@ func (postgresDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, er
 	var (
 		c                         Claim
 		held, attempts, dead      sql.NullInt64
+		stamped, badge            sql.NullInt64
 		reg, token, platform, env sql.NullString
 		epochs, notificationIDs   []string
 		seqs                      []int64
@@ -66,7 +67,7 @@ func (postgresDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, er
 	err := t.r.final(ctx, postgresClaim, a.id, a.now, a.token, a.leaseUntil, nullable(a.expiredReason), EmptyPayload).
 		Scan(&b.ID, &b.Host, &b.RegistrationID, &b.Kind, &b.Payload, &b.Members, &b.State,
 			&b.DueAt, &b.ExpiresAt, &b.LeaseUntil, &b.Attempts, &b.ScheduledAt, &b.CreatedAt,
-			&held, &attempts, &c.Expired, &reg, &token, &platform, &env, &dead,
+			&held, &attempts, &c.Expired, &reg, &token, &platform, &env, &dead, &stamped, &badge,
 			&epochs, &notificationIDs, &seqs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Claim{}, nil
@@ -89,10 +90,11 @@ func (postgresDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, er
 	case held.Valid:
 		c.HeldUntil = held.Int64
 	}
+	b.Badge = stamped.Int64
 	if reg.Valid {
 		c.Device = Device{RegistrationID: reg.String, HostFingerprint: b.Host, Token: token.String,
 			Platform: contract.Platform(platform.String), APNSEnvironment: contract.APNSEnvironment(env.String),
-			Dead: dead.Valid}
+			Dead: dead.Valid, Badged: badge.Valid, Badge: badge.Int64}
 	}
 	return c, nil
 }

@@ -130,7 +130,30 @@ func Sends() []Case {
 		{"id not string", strings.Replace(SendJSON(""), `["r1"]`, `[1]`, 1), false},
 		{"ids not array", strings.Replace(SendJSON(""), `["r1"]`, `"r1"`, 1), false},
 		{"notification missing", `{"v":1,"registrationIds":["r1"]}`, false},
-	}, genDSends()...)
+	}, append(genDSends(), urgencySends()...)...)
+}
+
+// urgencySends returns /v1/send bodies with the optional urgency (issue
+// "What the phone shows"): "high" or "normal", nothing else.
+func urgencySends() []Case {
+	u := func(v string) string { return SendJSON(`"urgency":` + v) }
+	return []Case{
+		{"urgency high", u(`"high"`), true},
+		{"urgency normal", u(`"normal"`), true},
+		{"urgency normal on a dismissal", SendJSON(`"notificationId":"n1","kind":"dismiss","urgency":"normal"`), true},
+		{"urgency upper-case", u(`"HIGH"`), false},
+		{"urgency low", u(`"low"`), false},
+		{"urgency empty", u(`""`), false},
+		{"urgency null", u(`null`), false},
+		{"urgency number", u(`10`), false},
+		{"urgency padded", u(`" normal"`), false},
+		// The urgency counts in the 3000-byte rule: 3000 bytes with it, then
+		// 3001, which without the urgency would be 2982.
+		{"urgency at 3000 bytes", SendJSON(`"paneKey":"` + strings.Repeat("p", 2048) + `","executionHost":"runtime:` +
+			strings.Repeat("h", 776) + `","urgency":"normal"`), true},
+		{"urgency over 3000 bytes", SendJSON(`"paneKey":"` + strings.Repeat("p", 2048) + `","executionHost":"runtime:` +
+			strings.Repeat("h", 777) + `","urgency":"normal"`), false},
+	}
 }
 
 // genDSends returns /v1/send bodies exercising Gen D's paneKey and
@@ -190,5 +213,33 @@ func genDSends() []Case {
 		{"both", SendJSON(`"notificationId":"n1","kind":"alert","paneKey":"e2e1:AAAA","executionHost":"runtime:h"`), true},
 		{"both on a dismissal", SendJSON(`"notificationId":"n1","kind":"dismiss","paneKey":"e2e1:AAAA","executionHost":"runtime:h"`), true},
 		{"both over 3000 bytes", SendJSON(`"paneKey":"` + long(2048, "p") + `","executionHost":"runtime:` + long(1000, "h") + `"`), false},
+	}
+}
+
+// Badges returns PUT /v1/devices/{registrationId}/badge bodies, valid and
+// not (issue "What the phone shows"): {"v":1,"count":N}, N an integer
+// 0..MaxBadge.
+func Badges() []Case {
+	count := func(v string) string { return `{"v":1,"count":` + v + `}` }
+	return []Case{
+		{"badge zero", count("0"), true},
+		{"badge one", count("1"), true},
+		{"badge max", count("99999"), true},
+		{"badge integral float", count("7.0"), true},
+		{"badge over max", count("100000"), false},
+		{"badge negative", count("-1"), false},
+		{"badge fraction", count("1.5"), false},
+		{"badge string", count(`"3"`), false},
+		{"badge null", count("null"), false},
+		{"badge bool", count("true"), false},
+		{"badge huge", count("1e400"), false},
+		{"badge missing", `{"v":1}`, false},
+		{"badge v 2", `{"v":2,"count":1}`, false},
+		{"badge v missing", `{"count":1}`, false},
+		{"badge unknown key", `{"v":1,"count":1,"x":1}`, false},
+		{"badge repeated key", `{"v":1,"count":1,"count":2}`, false},
+		{"badge not an object", `[1]`, false},
+		{"badge trailing data", count("1") + `{}`, false},
+		{"badge empty body", ``, false},
 	}
 }

@@ -1,6 +1,7 @@
 package apns
 
 import (
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -13,8 +14,8 @@ import (
 // Body returns m's APNs payload exactly as it goes on the wire
 // (reference-behaviour §7.1): aps first, then orca. An alert's aps is
 // {alert: {title, body}, sound: "default" (left out when silent),
-// thread-id: the host fingerprint}; a dismissal's is {content-available: 1}
-// only. orca keeps numbers as numbers, a null agentState, and
+// thread-id: the host fingerprint, badge: m.Badge when it has one}; a
+// dismissal's is {content-available: 1} only. orca keeps numbers as numbers, a null agentState, and
 // summaryMembers as an array.
 //
 // apns2 encodes the payload with encoding/json, which escapes '<', '>',
@@ -41,6 +42,10 @@ func Body(m push.Message) []byte {
 		}
 		b = append(b, `,"thread-id":`...)
 		b = appendString(b, m.HostFingerprint)
+		if m.Badge > 0 {
+			b = append(b, `,"badge":`...)
+			b = strconv.AppendInt(b, m.Badge, 10)
+		}
 		b = append(b, '}')
 	}
 	b = append(b, `,"orca":{`...)
@@ -145,7 +150,8 @@ func appendJSON(b []byte, s string) []byte {
 }
 
 // notification builds apns2's request for m to token: an alert is push type
-// alert, priority 10, with apns-collapse-id; a dismissal is background,
+// alert, priority 10 (5 when its urgency is normal), with apns-collapse-id;
+// a dismissal is background,
 // priority 5, without it. apns-expiration is the deadline floored to seconds
 // (reference-behaviour §4.5, §7.1).
 func notification(token, topic string, m push.Message) *apns2.Notification {
@@ -160,6 +166,8 @@ func notification(token, topic string, m push.Message) *apns2.Notification {
 	}
 	if m.Kind == contract.KindDismiss {
 		n.PushType, n.Priority, n.CollapseID = apns2.PushTypeBackground, apns2.PriorityLow, ""
+	} else if m.Urgency == contract.UrgencyNormal {
+		n.Priority = apns2.PriorityLow
 	}
 	return n
 }

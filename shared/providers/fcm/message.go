@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"firebase.google.com/go/v4/messaging"
@@ -50,12 +51,14 @@ func Size(m push.Message) int {
 // dataOnly is set or m is a sealed alert (decisions table, "FCM message"),
 // else the notification form (reference-behaviour §7.2): notification
 // {title, body}; android {priority, ttl, collapse_key, notification
-// {channel_id, tag}}; data holding every orca field as a string, nulls
-// dropped. A dismissal of that form is data-only: no notification, no
-// android.notification, but still a collapse_key.
+// {channel_id, tag, notification_count: the badge when m has one}}; data
+// holding every orca field as a string, nulls dropped, and badge. A dismissal of that form is data-only: no notification, no
+// android.notification, and no collapse_key: FCM keeps only four
+// collapsible messages per offline device, so a burst of dismissals with
+// one would lose all but four.
 //
-// The priority is "high": the SDK refuses "HIGH" (it accepts only "normal"
-// and "high"), and FCM reads both.
+// The priority is "high" ([priority]): the SDK refuses "HIGH" (it accepts
+// only "normal" and "high"), and FCM reads both.
 func build(m push.Message, token string, now int64, dataOnly bool) *messaging.Message {
 	if dataOnly || m.Sealed && m.Kind != contract.KindDismiss {
 		return buildData(m, token, now)
@@ -65,14 +68,18 @@ func build(m push.Message, token string, now int64, dataOnly bool) *messaging.Me
 		Token: token,
 		Data:  orcaData(m, 0),
 		Android: &messaging.AndroidConfig{
-			Priority:    "high",
-			TTL:         &ttl,
-			CollapseKey: collapseKey(m.CollapseID),
+			Priority: priority(m),
+			TTL:      &ttl,
 		},
 	}
 	if m.Kind != contract.KindDismiss {
+		msg.Android.CollapseKey = collapseKey(m.CollapseID)
 		msg.Notification = &messaging.Notification{Title: m.Title, Body: m.Body}
 		msg.Android.Notification = &messaging.AndroidNotification{ChannelID: channel(m), Tag: m.CollapseID}
+		if m.Badge > 0 {
+			n := int(m.Badge)
+			msg.Data[dataBadge], msg.Android.Notification.NotificationCount = strconv.FormatInt(m.Badge, 10), &n
+		}
 	}
 	return msg
 }
@@ -86,13 +93,16 @@ const (
 	dataTag     = "tag"
 	dataChannel = "channelId"
 	dataSound   = "sound" // "" when silent, absent otherwise
+	// dataBadge is an alert's badge in either form (issue "What the phone
+	// shows"), a decimal string; absent when the message has none.
+	dataBadge = "badge"
 )
 
 // buildData makes Gen D's data-only message: android holds only priority
 // and ttl (no notification, no android.notification, no collapse_key); data
 // holds the orca fields as strings, nulls dropped, and for an alert also
-// title, message, tag (the collapse id), channelId, and sound "" when
-// silent. A dismissal carries the orca strings only.
+// title, message, tag (the collapse id), channelId, sound "" when silent,
+// and badge when m has one. A dismissal carries the orca strings only.
 func buildData(m push.Message, token string, now int64) *messaging.Message {
 	ttl := ttlOf(m.Deadline, now)
 	data := orcaData(m, 5)
@@ -101,12 +111,24 @@ func buildData(m push.Message, token string, now int64) *messaging.Message {
 		if m.Silent {
 			data[dataSound] = ""
 		}
+		if m.Badge > 0 {
+			data[dataBadge] = strconv.FormatInt(m.Badge, 10)
+		}
 	}
 	return &messaging.Message{
 		Token:   token,
 		Data:    data,
-		Android: &messaging.AndroidConfig{Priority: "high", TTL: &ttl},
+		Android: &messaging.AndroidConfig{Priority: priority(m), TTL: &ttl},
 	}
+}
+
+// priority is android.priority in either form: "normal" for an alert whose
+// urgency is normal, else "high", a dismissal's whatever it carries.
+func priority(m push.Message) string {
+	if m.Kind != contract.KindDismiss && m.Urgency == contract.UrgencyNormal {
+		return "normal"
+	}
+	return "high"
 }
 
 // orcaData is every orca field of m as a string, nulls dropped, with room

@@ -128,8 +128,9 @@ func TestMessage(t *testing.T) {
 // TestDataForm checks the rules of the data-only form that goldens show
 // only once: ttl is the remaining lifetime at each send, rounded up (as in
 // the notification form), android holds nothing but priority and ttl, and
-// a sealed alert goes data-only from a client of either form while a
-// sealed dismissal keeps the default client's dismissal form.
+// a sealed alert goes data-only from a client of either form, and a
+// dismissal (sealed or not) carries no collapse_key from either client, so
+// its two forms are the same bytes, while an alert keeps its collapse_key.
 func TestDataForm(t *testing.T) {
 	byName := map[string]pushtest.Case{}
 	for _, c := range pushtest.Cases() {
@@ -171,9 +172,17 @@ func TestDataForm(t *testing.T) {
 	if v := decode(fcm.MessageJSON(sealed, "", pushtest.Now)); v.Data["title"] != sealed.Title || v.Data["message"] != "" {
 		t.Errorf("sealed alert data = %v, want the placeholder title and an empty message", v.Data)
 	}
-	dismissal := byName["sealed_dismissal"].Message()
-	if v := decode(fcm.MessageJSON(dismissal, "", pushtest.Now)); v.Android["collapse_key"] == nil {
-		t.Errorf("the default client's sealed dismissal lost its collapse_key: %v", v.Android)
+	for _, name := range []string{"dismissal", "sealed_dismissal"} {
+		d := byName[name].Message()
+		if v := decode(fcm.MessageJSON(d, "", pushtest.Now)); v.Android["collapse_key"] != nil {
+			t.Errorf("the default client's %s carries a collapse_key: %v", name, v.Android)
+		}
+		if !bytes.Equal(fcm.MessageJSON(d, token, pushtest.Now), fcm.DataMessageJSON(d, token, pushtest.Now)) {
+			t.Errorf("the default client's %s is not the data-only dismissal", name)
+		}
+	}
+	if v := decode(fcm.MessageJSON(m, "", pushtest.Now)); v.Android["collapse_key"] == nil {
+		t.Errorf("the default client's alert lost its collapse_key: %v", v.Android)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,10 +29,16 @@ type Case struct {
 	// Name names the golden file: testdata/<Name>.golden.
 	Name    string
 	Members []contract.Notification
+	// Badge is the badge delivery stamps on the message; 0 for none.
+	Badge int64
 }
 
-// Message builds the case's message at Deadline.
-func (c Case) Message() push.Message { return push.Build(Host, c.Members, Deadline) }
+// Message builds the case's message at Deadline, with its badge.
+func (c Case) Message() push.Message {
+	m := push.Build(Host, c.Members, Deadline)
+	m.Badge = c.Badge
+	return m
+}
 
 // Sealed content of the sealed cases, as today's desktop makes it (issue
 // "Today's Orca desktops and phones"): opaque per-phone id and epoch, and a
@@ -47,7 +54,8 @@ const (
 // alert, a silent alert, a summary of 3 with needs-input, a summary of 2
 // updates, a dismissal, and an alert without an id; then Gen D's: an alert
 // with an (unsealed) paneKey and an executionHost, a sealed alert, a silent
-// sealed alert and a sealed dismissal, each with both fields.
+// sealed alert and a sealed dismissal, each with both fields; then the
+// urgency cases (urgencyCases) and the badge cases (badgeCases).
 func Cases() []Case {
 	f := false
 	alert := contract.Notification{
@@ -85,7 +93,51 @@ func Cases() []Case {
 		}},
 		{Name: "dismissal", Members: []contract.Notification{dismiss}},
 		{Name: "alert_without_id", Members: []contract.Notification{bell}},
-	}, genDCases(alert)...)
+	}, slices.Concat(genDCases(alert), urgencyCases(alert, member, dismiss), badgeCases(alert, member, dismiss))...)
+}
+
+// badgeCases are the cases with a badge (issue "What the phone shows"): an
+// alert, a silent summary of three, and a dismissal, which carries none
+// whatever delivery stamps.
+func badgeCases(alert contract.Notification, member func(string, int64, contract.AgentState) contract.Notification,
+	dismiss contract.Notification) []Case {
+	f := false
+	silent := member("c", 3, "")
+	silent.Sound = &f
+	return []Case{
+		{Name: "badged_alert", Members: []contract.Notification{alert}, Badge: 7},
+		{Name: "badged_summary", Members: []contract.Notification{
+			member("a", 1, contract.AgentFinished), member("b", 2, contract.AgentNeedsInput), silent}, Badge: 99999 + 3},
+		{Name: "badged_dismissal", Members: []contract.Notification{dismiss}, Badge: 4},
+	}
+}
+
+// urgencyCases are the cases with an urgency (issue "What the phone
+// shows"): a normal alert (APNs priority 5, FCM normal), a summary of two
+// normal members (normal), a summary of a normal and an explicitly high
+// member (high, the most urgent member's), and a normal dismissal (a
+// dismissal's own priority).
+func urgencyCases(alert contract.Notification, member func(string, int64, contract.AgentState) contract.Notification,
+	dismiss contract.Notification) []Case {
+	normal := func(n contract.Notification) contract.Notification {
+		n.Urgency = contract.UrgencyNormal
+		return n
+	}
+	high := member("b", 2, contract.AgentNeedsInput)
+	high.Urgency = contract.UrgencyHigh
+	return []Case{
+		{Name: "normal_alert", Members: []contract.Notification{normal(alert)}},
+		{Name: "summary_normal", Members: []contract.Notification{
+			normal(member("a", 1, contract.AgentFinished)),
+			normal(member("b", 2, "")),
+		}},
+		{Name: "summary_mixed_urgency", Members: []contract.Notification{
+			normal(member("a", 1, contract.AgentFinished)),
+			high,
+			normal(member("c", 3, "")),
+		}},
+		{Name: "normal_dismissal", Members: []contract.Notification{normal(dismiss)}},
+	}
 }
 
 // genDCases are the cases with Gen D's fields, built from alert.
