@@ -4,7 +4,13 @@
 // half, and a change of a few percent in what a send costs the database
 // shows in one run.
 //
-//	go run ./scripts/pgcount [-regs 1,5] [-in-window 299,10] [-sends 100,400]
+//	go run ./scripts/pgcount [-mode send|push|insert] [-regs 1,5] [-in-window 299,10] [-sends 100,400]
+//
+// -mode push counts a whole push instead: each send and then the delivery of
+// every batch it made due, in the call as ORCA_PUSH_DELIVER_INLINE=1 does
+// (the claim, a provider that accepts at once, the outcome); -mode insert
+// counts a one-row insert transaction (BEGIN, INSERT, COMMIT), the yardstick
+// to set a push beside.
 //
 // For each number of registrations and each number of the host's events in
 // its quota window, it starts a private PostgreSQL cluster under callgrind

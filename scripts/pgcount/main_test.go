@@ -21,6 +21,7 @@ func TestFlags(t *testing.T) {
 		{"one count of sends", []string{"-sends", "100"}},
 		{"decreasing counts", []string{"-sends", "400,100"}},
 		{"port out of range", []string{"-port", "65536"}},
+		{"unknown mode", []string{"-mode", "deliver"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -45,7 +46,7 @@ func TestCount(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, errs.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "pgcount regs=2 in-window=3 instructions/send=") {
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "pgcount mode=send regs=2 in-window=3 instructions/send=") {
 		t.Fatalf("output:\n%s", out.String())
 	}
 	var m struct {
@@ -59,5 +60,39 @@ func TestCount(t *testing.T) {
 	// of nothing, or of the set-up alone, would not differ by that.
 	if m.InstructionsPerSend < 100_000 || m.Totals[0] <= 0 || m.Totals[1] <= m.Totals[0] {
 		t.Errorf("counted %+v", m)
+	}
+}
+
+// TestCountModes counts a whole push and the yardstick insert on a real
+// cluster: a push costs more than its send, an insert far less.
+func TestCountModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL under valgrind four times")
+	}
+	if _, err := exec.LookPath("valgrind"); err != nil || newestPGBin() == "" {
+		t.Skip("needs valgrind and PostgreSQL's server binaries")
+	}
+	per := map[string]int64{}
+	// Runs of a few units read their first plans and cold caches; an
+	// insert is small enough for them to show, so its runs are longer.
+	for mode, sends := range map[string]string{"push": "1,3", "insert": "20,100"} {
+		var out, errs bytes.Buffer
+		if err := run(context.Background(), []string{"-mode", mode, "-regs", "1", "-in-window", "3", "-sends", sends}, &out, &errs); err != nil {
+			t.Fatalf("run -mode %s: %v\n%s", mode, err, errs.String())
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "pgcount mode="+mode+" ") {
+			t.Fatalf("output:\n%s", out.String())
+		}
+		var m struct{ InstructionsPerSend int64 }
+		if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
+			t.Fatal(err)
+		}
+		per[mode] = m.InstructionsPerSend
+	}
+	// A push is a send (hundreds of thousands of instructions) and a
+	// delivery; an insert transaction is tens of thousands.
+	if per["push"] < 300_000 || per["insert"] <= 0 || per["insert"] > per["push"]/5 {
+		t.Errorf("counted %v", per)
 	}
 }

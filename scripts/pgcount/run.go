@@ -24,6 +24,7 @@ import (
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/store"
 )
 
@@ -32,6 +33,7 @@ var errUsage = errors.New("usage")
 
 // options are the command's flags.
 type options struct {
+	mode     string
 	regs     []int
 	inWindow []int
 	sends    [2]int
@@ -59,15 +61,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, k := range o.inWindow {
 			var total [2]int64
 			for i, n := range o.sends {
-				if total[i], err = c.count(ctx, regs, k, n); err != nil {
+				if total[i], err = c.count(ctx, o.mode, regs, k, n); err != nil {
 					return err
 				}
 			}
 			per := float64(total[1]-total[0]) / float64(o.sends[1]-o.sends[0])
-			fmt.Fprintf(stdout, "pgcount regs=%d in-window=%d instructions/send=%.0f (PostgreSQL's backends, runs of %d and %d sends)\n",
-				regs, k, per, o.sends[0], o.sends[1])
-			line, err := json.Marshal(map[string]any{"regs": regs, "inWindow": k, "instructionsPerSend": int64(per),
-				"sends": o.sends, "totals": total})
+			fmt.Fprintf(stdout, "pgcount mode=%s regs=%d in-window=%d instructions/%s=%.0f (PostgreSQL's backends, runs of %d and %d)\n",
+				o.mode, regs, k, unit[o.mode], per, o.sends[0], o.sends[1])
+			line, err := json.Marshal(map[string]any{"mode": o.mode, "regs": regs, "inWindow": k,
+				"instructionsPerSend": int64(per), "sends": o.sends, "totals": total})
 			if err != nil {
 				return err
 			}
@@ -83,6 +85,7 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	fs := flag.NewFlagSet("pgcount", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	regs, inWindow, sends := "1,5", "299,10", "100,400"
+	fs.StringVar(&o.mode, "mode", "send", "what one unit is: send (a /v1/send admission), push (a send and the delivery of each batch it made due: claim, provider, outcome), or insert (a one-row insert transaction, the yardstick)")
 	fs.StringVar(&regs, "regs", regs, "registrations per request, one measurement each (comma-separated)")
 	fs.StringVar(&inWindow, "in-window", inWindow, "the host's events in its quota window at each send, one measurement each (comma-separated)")
 	fs.StringVar(&sends, "sends", sends, "the two numbers of counted sends whose totals are compared")
@@ -93,6 +96,12 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if _, ok := unit[o.mode]; !ok {
+		return o, fmt.Errorf("%w: -mode must be send, push or insert", errUsage)
+	}
+	if o.mode == "insert" { // neither registrations nor a window
+		o.regs, o.inWindow = []int{0}, []int{0}
 	}
 	var err error
 	if o.regs, err = ints(regs, 1, contract.MaxRegistrationIDs); err != nil {
@@ -217,10 +226,15 @@ func newCluster(ctx context.Context, pgbin string, port int, stderr io.Writer) (
 // remove deletes the cluster's directory.
 func (c *cluster) remove() { os.RemoveAll(c.dir) }
 
+// unit names what one counted step of each mode is.
+var unit = map[string]string{"send": "send", "push": "send+deliveries", "insert": "insert"}
+
 // count starts the cluster under callgrind, admits k+1 sends and then n
-// more of regs registrations by one host with k events in its window, stops
-// the cluster and returns the instructions its backends ran.
-func (c *cluster) count(ctx context.Context, regs, k, n int) (int64, error) {
+// more of regs registrations by one host with k events in its window (with
+// mode push, delivering each batch a send made due; with mode insert, n+1
+// one-row insert transactions instead), stops the cluster and returns the
+// instructions its backends ran.
+func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64, error) {
 	c.runs++
 	fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d in-window=%d, %d sends to fill the window and %d counted\n",
 		c.runs, regs, k, k+1, n)
@@ -253,7 +267,12 @@ func (c *cluster) count(ctx context.Context, regs, k, n int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := c.sends(ctx, url, regs, k, n); err != nil {
+	if mode == "insert" {
+		err = inserts(ctx, url, n)
+	} else {
+		err = c.sends(ctx, url, mode == "push", regs, k, n)
+	}
+	if err != nil {
 		return 0, err
 	}
 	if err := stop(); err != nil {
@@ -290,8 +309,11 @@ func (c *cluster) createDatabase(ctx context.Context, name string) (string, erro
 
 // sends admits k+1 sends and then n more through the empty database url
 // (store.Open migrates it), the clock moving between sends so that from the
-// (k+1)th on each finds k of the host's events in its window.
-func (c *cluster) sends(ctx context.Context, url string, regs, k, n int) error {
+// (k+1)th on each finds k of the host's events in its window. With deliver,
+// each batch a send makes due is delivered in the call (delivery.Inline, as
+// ORCA_PUSH_DELIVER_INLINE=1 does): its claim, a provider that accepts, its
+// outcome.
+func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, n int) error {
 	s, err := store.Open(ctx, store.Options{DatabaseURL: url, PoolMax: 4})
 	if err != nil {
 		return fmt.Errorf("open the counted cluster: %w", err)
@@ -313,8 +335,19 @@ func (c *cluster) sends(ctx context.Context, url string, regs, k, n int) error {
 	}); err != nil {
 		return err
 	}
-	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: obs.NewCounters(nil),
-		Scheduler: delivery.NopScheduler{}})
+	counters := obs.NewCounters(nil)
+	var sched delivery.Scheduler = delivery.NopScheduler{}
+	if deliver {
+		d, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
+			Scheduler: delivery.NopScheduler{}, APNS: accepting{}, FCM: accepting{}})
+		if err != nil {
+			return err
+		}
+		if sched, err = delivery.NewInline(d, delivery.NopScheduler{}, clk); err != nil {
+			return err
+		}
+	}
+	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: counters, Scheduler: sched})
 	if err != nil {
 		return err
 	}
@@ -339,6 +372,38 @@ func (c *cluster) sends(ctx context.Context, url string, regs, k, n int) error {
 			}
 		}
 		clk.Advance(step)
+	}
+	return nil
+}
+
+// accepting is a provider that accepts every push, so that a counted
+// delivery is the gateway's database work alone.
+type accepting struct{}
+
+func (accepting) Send(context.Context, push.Target, push.Message) push.Outcome {
+	return push.Outcome{Kind: push.Sent}
+}
+
+// inserts runs n+1 one-row insert transactions (BEGIN, INSERT, COMMIT) into
+// a table of the empty database url: the yardstick a push's work is set
+// beside, counted the same way.
+func inserts(ctx context.Context, url string, n int) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("open the counted cluster: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE yardstick (id bigserial PRIMARY KEY, created_at bigint NOT NULL, body text NOT NULL)"); err != nil {
+		return err
+	}
+	for i := range n + 1 {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "INSERT INTO yardstick (created_at, body) VALUES ($1, $2)", int64(i), "Refactor finished")
+			return err
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
