@@ -76,7 +76,32 @@ resource "google_sql_database_instance" "main" {
     }
   }
 
+  lifecycle {
+    # Every instance of every function may fill its pool at once; with the deploy workflow's migration connection
+    # and the connections PostgreSQL reserves for superusers, that must fit the tier's max_connections, or a peak
+    # fails sends with "too many clients" (infra/README.md, "Capacity and cost").
+    precondition {
+      condition     = local.sql_connections_needed <= local.sql_max_connections
+      error_message = "instances x database_pool_max (${local.sql_connections_needed} with the migration's and the reserved connections) exceeds ${var.sql_tier}'s max_connections (${local.sql_max_connections}): lower database_pool_max or the instance counts, or take a larger tier."
+    }
+  }
+
   depends_on = [google_service_networking_connection.sql]
+}
+
+locals {
+  # Cloud SQL for PostgreSQL's default max_connections by the tier's memory (cloud.google.com/sql/docs/postgres/quotas,
+  # "Maximum concurrent connections"): the shared-core tiers by name, custom tiers (db-custom-CPUS-MB) by their MB.
+  sql_tier_memory_mb = (
+    var.sql_tier == "db-f1-micro" ? 614 :
+    var.sql_tier == "db-g1-small" ? 1740 :
+    can(regex("^db-custom-[0-9]+-[0-9]+$", var.sql_tier)) ? tonumber(split("-", var.sql_tier)[3]) : 0
+  )
+  sql_max_connections = max(0, [for t in [[614, 25], [1740, 50], [3840, 100], [6144, 200], [7680, 400], [15360, 500],
+  [30720, 600], [61440, 800], [122880, 1000]] : t[1] if local.sql_tier_memory_mb >= t[0]]...)
+  # Connections the gateway may open at once: each public function's and deliver's maximum instances, sweep's one,
+  # times the pool; plus the migration's one connection and PostgreSQL's 3 superuser_reserved_connections.
+  sql_connections_needed = (length(local.public_functions) * var.public_max_instances + var.deliver_max_instances + 1) * var.database_pool_max + 1 + 3
 }
 
 resource "google_sql_database" "orca_push" {

@@ -11,6 +11,9 @@ public_max_instances  = 2
 deliver_max_instances = 3
 
 sql_tier = "db-custom-1-3840"
+# 14 instances (5 public functions x 2, deliver 3, sweep 1) x 6 connections + 4 = 88 of the tier's 100
+# (database.tf's precondition; infra/README.md, "Capacity and cost").
+database_pool_max = 6
 
 # Three queues of 100 dispatches a second and 80 in flight each: 300/s, and 240 in flight, what 3 deliver instances
 # of concurrency 80 serve.

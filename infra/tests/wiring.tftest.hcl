@@ -332,3 +332,23 @@ run "tasks_queues_refused" {
 
   expect_failures = [var.tasks_queue_count]
 }
+
+# The connection budget: production fits its tier; a pool that would overrun it is refused at plan time.
+run "sql_connections_fit" {
+  command = plan
+
+  assert {
+    condition     = local.sql_max_connections == 100 && local.sql_connections_needed == 88
+    error_message = "production: 14 instances x 6 + 4 = 88 connections of db-custom-1-3840's 100"
+  }
+}
+
+run "sql_connections_refused" {
+  command = plan
+
+  variables {
+    database_pool_max = 10
+  }
+
+  expect_failures = [google_sql_database_instance.main]
+}
