@@ -83,3 +83,46 @@ func TestQueuesThroughTheProcess(t *testing.T) {
 		t.Fatalf("pending tasks by queue (-want +got):\n%s", diff)
 	}
 }
+
+// TestQueueCountChangeLosesNothing restarts the gateway with four queues
+// where it had one, on the same PostgreSQL, with alerts waiting for their
+// window: the tasks the first process made are gone with it (an emulator's
+// queue lives in its memory; a real one keeps them and drains), and the new
+// process's sweep hands the batches to its four queues. Every alert is
+// delivered once.
+func TestQueueCountChangeLosesNothing(t *testing.T) {
+	pg := storetest.Postgres(t)
+	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1"}
+	p1 := startEmulatorWith(t, emulatortest.FreePort("-queues", "1"), env...)
+	e := newLiveEmulator(t, p1)
+	var regs []string
+	for i := range 8 {
+		reg := e.phone(t, fmt.Sprint("phone-", i))
+		regs = append(regs, reg)
+		e.send(t, alert(fmt.Sprint("n", i), int64(i+1)), reg)
+	}
+	if err := p1.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p1.cmd.Wait()
+
+	p2 := startEmulatorWith(t, emulatortest.FreePort("-queues", "4"), env...)
+	for range 2 { // past the window and the sweep's grace; sweeps run each minute
+		emulatortest.Control(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":61000}`, nil)
+		emulatortest.Control(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)
+	}
+	got := map[string]int{}
+	for _, d := range processInbox(t, p2.origin) {
+		if d.Status == http.StatusOK {
+			got[d.Path]++
+		}
+	}
+	if len(got) != len(regs) {
+		t.Fatalf("%d phones got their alert after the restart, want %d (%v)", len(got), len(regs), got)
+	}
+	for path, n := range got {
+		if n != 1 {
+			t.Fatalf("%s got %d pushes, want 1", path, n)
+		}
+	}
+}

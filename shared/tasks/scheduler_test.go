@@ -37,6 +37,8 @@ type env struct {
 	inspect *cloudtasks.Client
 	clk     *clock.Manual
 	url     string
+	// clientOpts reach the emulator, for a second Scheduler.
+	clientOpts []option.ClientOption
 	// mu guards got.
 	mu  sync.Mutex
 	got []received
@@ -104,6 +106,7 @@ func mustEnvWith(t *testing.T, account, audience string, queues []string) *env {
 			t.Errorf("Close() = %v", err)
 		}
 	})
+	ev.clientOpts = clientOpts
 	ev.inspect, err = cloudtasks.NewClient(t.Context(), clientOpts...)
 	if err != nil {
 		t.Fatal(err)

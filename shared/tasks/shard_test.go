@@ -88,3 +88,43 @@ func TestCheckQueues(t *testing.T) {
 }
 
 func timeMs(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// TestQueueChangeDrains: tasks a gateway put on its one queue still run
+// after it spreads tasks over three (the first keeps its name), and the
+// same batch's next task goes to its registration's new queue.
+func TestQueueChangeDrains(t *testing.T) {
+	ev := mustEnv(t, "", "")
+	queues := []string{queue, queue + "-01", queue + "-02"}
+	wide, err := tasks.New(t.Context(), tasks.Options{Queues: queues, DeliverURL: ev.url, ClientOptions: ev.clientOpts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wide.Close()
+	// A registration the three queues put elsewhere than the first.
+	reg := ""
+	for i := 0; reg == ""; i++ {
+		if r := fmt.Sprint("reg-", i); tasks.Shard(r, 3) != 0 {
+			reg = r
+		}
+	}
+	ev.mustSchedule(t, "b-old", start) // the one-queue gateway: the first queue
+	if err := wide.Schedule(t.Context(), "b-old", reg, start.Add(time.Second), ""); err != nil {
+		t.Fatal(err)
+	}
+	byQueue := map[string]int{}
+	for _, task := range ev.emu.Tasks() {
+		q, _, _ := strings.Cut(task.Name, "/tasks/")
+		byQueue[q]++
+	}
+	want := map[string]int{queue: 1, queues[tasks.Shard(reg, 3)]: 1}
+	if diff := cmp.Diff(want, byQueue); diff != "" {
+		t.Fatalf("tasks by queue (-want +got):\n%s", diff)
+	}
+	ev.clk.Advance(time.Second)
+	if n, err := ev.emu.RunDue(t.Context()); err != nil || n != 2 {
+		t.Fatalf("RunDue = %d, %v; want both tasks dispatched", n, err)
+	}
+	if n := len(ev.emu.Tasks()); n != 0 {
+		t.Fatalf("%d tasks left, want none", n)
+	}
+}
