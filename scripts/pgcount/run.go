@@ -100,9 +100,6 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	if _, ok := unit[o.mode]; !ok {
 		return o, fmt.Errorf("%w: -mode must be send, push or insert", errUsage)
 	}
-	if o.mode == "insert" { // neither registrations nor a window
-		o.regs, o.inWindow = []int{0}, []int{0}
-	}
 	var err error
 	if o.regs, err = ints(regs, 1, contract.MaxRegistrationIDs); err != nil {
 		return o, fmt.Errorf("%w: -regs: %w", errUsage, err)
@@ -115,6 +112,9 @@ func parse(args []string, stdout io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: -sends wants two increasing counts, as 100,400", errUsage)
 	}
 	o.sends = [2]int{n[0], n[1]}
+	if o.mode == "insert" { // neither registrations nor a window
+		o.regs, o.inWindow = []int{0}, []int{0}
+	}
 	if o.port < 0 || o.port > 65535 {
 		return o, fmt.Errorf("%w: -port must be in 0..65535", errUsage)
 	}
