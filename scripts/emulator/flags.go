@@ -27,6 +27,9 @@ type queueOptions struct {
 	// rate is each queue's dispatches per second (a real queue's
 	// max_dispatches_per_second, at most 500); 0: no limit.
 	rate float64
+	// concurrency is each queue's attempts in flight (a real queue's
+	// max_concurrent_dispatches); 0: the emulator's 8 in all.
+	concurrency int
 }
 
 // usageError is a command line the emulator does not understand; main exits
@@ -46,6 +49,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.BoolVar(&o.manual, "manual-clock", false, "start with a frozen clock moved only by POST /_emulator/clock (or ORCA_PUSH_MANUAL_CLOCK=1)")
 	fs.IntVar(&o.queues.count, "queues", 1, "delivery `queues` the gateway spreads its tasks over by a hash of their registration, 1..32")
 	fs.Float64Var(&o.queues.rate, "queue-rate", taskemu.MaxRate, "each queue's dispatches per `second`, as a real queue's max_dispatches_per_second (1..500)")
+	fs.IntVar(&o.queues.concurrency, "queue-concurrency", 0, "each queue's deliveries in `flight`, as a real queue's max_concurrent_dispatches (0: 8 in all, 1..1000)")
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -57,6 +61,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		return o, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	case o.queues.count < 1 || o.queues.count > tasks.MaxQueues:
 		return o, usageError{fmt.Errorf("-queues %d is outside 1..%d", o.queues.count, tasks.MaxQueues)}
+	case o.queues.concurrency < 0 || o.queues.concurrency > 1000:
+		return o, usageError{fmt.Errorf("-queue-concurrency %d is outside 0..1000", o.queues.concurrency)}
 	case !(o.queues.rate >= 1 && o.queues.rate <= taskemu.MaxRate):
 		return o, usageError{fmt.Errorf("-queue-rate %v is outside 1..%d", o.queues.rate, taskemu.MaxRate)}
 	}

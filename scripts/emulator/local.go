@@ -74,7 +74,7 @@ func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Co
 	// The dispatcher outlives ctx: the process pauses and drains it when
 	// it shuts down, so that a delivery in flight finishes (run).
 	l.tasks, err = taskemu.New(context.WithoutCancel(ctx), taskemu.Options{
-		Clock: clk, Manual: manual, Rate: q.rate,
+		Clock: clk, Manual: manual, Rate: q.rate, MaxConcurrent: q.concurrency,
 		HTTPClient: &http.Client{Timeout: contract.ProviderTimeout + 20*time.Second},
 	})
 	if err != nil {

@@ -33,7 +33,7 @@ func TestHelpListsFlagsAndEnvironment(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("run(-h) = %v, want flag.ErrHelp", err)
 	}
-	want := []string{"-addr", "-manual-clock", "-queues", "-queue-rate"}
+	want := []string{"-addr", "-manual-clock", "-queues", "-queue-rate", "-queue-concurrency"}
 	for _, v := range config.Vars() {
 		want = append(want, v.Name)
 	}
@@ -48,7 +48,7 @@ func TestHelpListsFlagsAndEnvironment(t *testing.T) {
 		arg  string
 		code int
 	}{{"-h", 0}, {"--help", 0}, {"-no-such-flag", 2}, {"extra", 2}, {"-queues=0", 2}, {"-queues=33", 2},
-		{"-queue-rate=0", 2}, {"-queue-rate=501", 2}} {
+		{"-queue-rate=0", 2}, {"-queue-rate=501", 2}, {"-queue-concurrency=-1", 2}, {"-queue-concurrency=1001", 2}} {
 		err := exec.Command(bin, tt.arg).Run()
 		code := 0
 		var exit *exec.ExitError

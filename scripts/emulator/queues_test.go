@@ -14,20 +14,23 @@ import (
 
 // TestQueuesShareTheLoad drives the emulator's queues as the real ones
 // behave, on the manual clock with the 3 s window (every batch waits for its
-// task) and 40 phones with one alert each: every task is on the queue its
-// registration hashes to; one queue at 20 dispatches a second delivers 20 in
-// the first second and the rest in the next, and four queues deliver all 40
-// in the first.
+// task) and 100 phones with one alert each: every task is on the queue its
+// registration hashes to, and each queue dispatches 20 a second, so one
+// queue delivers 20 a second (100 in 5 s) and four about 80 (100 in 2 s).
 func TestQueuesShareTheLoad(t *testing.T) {
+	const phones, rate = 100, 20
 	for _, d := range storetest.Dialects(t) {
 		for _, n := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%s/%d", d.Name, n), func(t *testing.T) {
-				e := startEmuWith(t, d, queueOptions{count: n, rate: 20})
+				e := startEmuWith(t, d, queueOptions{count: n, rate: rate})
 				want := map[string]int{}
 				for _, q := range localQueues(n) {
 					want[q] = 0
 				}
-				for i := range 40 {
+				for i := range phones {
+					if i%50 == 0 && i > 0 { // 64 registrations a host at most
+						e.host = e.otherHost()
+					}
 					reg, _ := e.registerPhone(fmt.Sprint("phone-", i))
 					e.sendTo(alert(fmt.Sprint("n", i), int64(i+1)), reg)
 					want[localQueues(n)[tasks.Shard(reg, n)]]++
@@ -46,18 +49,29 @@ func TestQueuesShareTheLoad(t *testing.T) {
 					}
 					return n
 				}
-				first := 0
-				for _, c := range want {
-					first += min(c, 20)
-				}
 				e.advance(3000)
-				if got := delivered(); got != first {
-					t.Fatalf("%d delivered in the first second, want %d (%v)", got, first, want)
+				var perSecond []int
+				for sec := 1; ; sec++ {
+					// After sec seconds each queue has sent its first
+					// rate × sec tasks.
+					wantSoFar := 0
+					for _, c := range want {
+						wantSoFar += min(c, rate*sec)
+					}
+					got := delivered()
+					if got != wantSoFar {
+						t.Fatalf("%d delivered after %d s, want %d (%v)", got, sec, wantSoFar, want)
+					}
+					perSecond = append(perSecond, got)
+					if got == phones {
+						break
+					}
+					e.advance(1000)
 				}
-				e.advance(1000)
-				if got := delivered(); got != 40 {
-					t.Fatalf("%d delivered after two seconds, want 40", got)
+				if secs := len(perSecond); (n == 1 && secs != 5) || (n == 4 && secs > 2) {
+					t.Fatalf("%d queues delivered %v by second, want 20 a second from one, about 80 from four", n, perSecond)
 				}
+				t.Logf("%d queues at %d/s: delivered by second %v", n, rate, perSecond)
 			})
 		}
 	}

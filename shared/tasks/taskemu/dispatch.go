@@ -38,7 +38,7 @@ const maxIdleWait = time.Second
 const maxDrain = 64 << 10
 
 // RunDue dispatches every task due at or before the clock's reading, keeping
-// at most 8 attempts in flight. It goes on until nothing due is left or in
+// at most 8 attempts in flight (or each queue's Options.MaxConcurrent). It goes on until nothing due is left or in
 // flight, so tasks that targets create while it runs, and retries, are run
 // too when they are due by then. It returns the number of attempts made. If
 // ctx ends, attempts in flight are cancelled (and count as failed) and the
@@ -50,12 +50,12 @@ func (e *Emulator) RunDue(ctx context.Context) (int, error) {
 	if closed {
 		return 0, ErrClosed
 	}
-	done := make(chan struct{}, maxConcurrentDispatches)
+	done := make(chan struct{}, e.loopLimit())
 	n, inflight := 0, 0
 	for {
 		if ctx.Err() == nil {
 			e.mu.Lock()
-			cs, _ := e.claimDueLocked(e.clock.Now(), maxConcurrentDispatches-inflight)
+			cs, _, _ := e.claimDueLocked(e.clock.Now(), e.loopLimit()-inflight)
 			e.mu.Unlock()
 			for _, c := range cs {
 				n++
@@ -82,19 +82,23 @@ func (e *Emulator) RunDue(ctx context.Context) (int, error) {
 // e.ctx ends.
 func (e *Emulator) dispatchLoop() {
 	defer close(e.loopDone)
-	done := make(chan struct{}, maxConcurrentDispatches)
+	done := make(chan struct{}, e.loopLimit())
 	inflight := 0
 	for {
 		e.mu.Lock()
 		now := e.clock.Now()
-		cs, throttled := e.claimDueLocked(now, maxConcurrentDispatches-inflight)
+		cs, throttled, full := e.claimDueLocked(now, e.loopLimit()-inflight)
 		wait := maxIdleWait
 		switch {
 		case throttled:
 			// A due task waits for its queue's token, which comes
 			// within 1/rate.
 			wait = time.Duration(float64(time.Second) / e.rate)
-		case len(e.pending) > 0 && inflight+len(cs) < maxConcurrentDispatches:
+		case full:
+			// A due task waits for its queue's attempts; look again
+			// soon, and at once when one ends (done).
+			wait = 10 * time.Millisecond
+		case len(e.pending) > 0 && inflight+len(cs) < e.loopLimit():
 			wait = min(wait, e.pending[0].due.Sub(now))
 		}
 		e.mu.Unlock()

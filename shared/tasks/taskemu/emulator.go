@@ -29,9 +29,22 @@ const nameReuseDelay = 24 * time.Hour
 // (queue.proto, RateLimits.max_dispatches_per_second).
 const MaxRate = 500
 
-// maxConcurrentDispatches bounds the attempts in flight per dispatch loop.
-// Cloud Tasks allows far more; the emulator shares a small machine.
+// maxConcurrentDispatches bounds the attempts in flight per dispatch loop
+// when no queue has a limit of its own (Options.MaxConcurrent). Cloud Tasks
+// allows far more; the emulator shares a small machine.
 const maxConcurrentDispatches = 8
+
+// maxInFlight bounds the attempts in flight per dispatch loop when the
+// queues have limits of their own, which then decide.
+const maxInFlight = 1000
+
+// loopLimit is how many attempts one dispatch loop keeps in flight.
+func (e *Emulator) loopLimit() int {
+	if e.maxConc > 0 {
+		return maxInFlight
+	}
+	return maxConcurrentDispatches
+}
 
 // Errors returned by the emulator's own API.
 var (
@@ -61,6 +74,10 @@ type Options struct {
 	// dispatches Rate tasks for each second the clock moves. RunTask, an
 	// explicit call, is not limited.
 	Rate float64
+	// MaxConcurrent is each queue's limit of attempts in flight, as a
+	// Cloud Tasks queue's max_concurrent_dispatches; zero means only the
+	// emulator's own bound of 8 in flight in all.
+	MaxConcurrent int
 }
 
 // TaskInfo describes one task for inspection (GET /_emulator/tasks).
@@ -107,6 +124,8 @@ type Emulator struct {
 	usage    Usage
 	rate     float64
 	limiters map[string]*rate.Limiter // by queue, with rate
+	maxConc  int                      // per queue; 0: none
+	inflight map[string]int           // attempts in flight by queue
 }
 
 // New returns an emulator with no tasks. Unless opts.Manual is set it starts
@@ -122,6 +141,9 @@ func New(ctx context.Context, opts Options) (*Emulator, error) {
 	if opts.Rate < 0 || opts.Rate > MaxRate {
 		return nil, fmt.Errorf("taskemu: Options.Rate %v is outside 0..%v", opts.Rate, MaxRate)
 	}
+	if opts.MaxConcurrent < 0 || opts.MaxConcurrent > maxInFlight {
+		return nil, fmt.Errorf("taskemu: Options.MaxConcurrent %d is outside 0..%d", opts.MaxConcurrent, maxInFlight)
+	}
 	e := &Emulator{
 		clock:    opts.Clock,
 		client:   opts.HTTPClient,
@@ -133,6 +155,8 @@ func New(ctx context.Context, opts Options) (*Emulator, error) {
 		pruneAt:  1024,
 		rate:     opts.Rate,
 		limiters: make(map[string]*rate.Limiter),
+		maxConc:  opts.MaxConcurrent,
+		inflight: make(map[string]int),
 	}
 	e.ctx, e.cancel = context.WithCancel(ctx)
 	if opts.Manual {

@@ -64,13 +64,24 @@ type claim struct {
 //
 // With a rate, a task whose queue has no token left waits on the heap while
 // other queues' due tasks go; throttled reports that one waited, so that the
-// dispatcher looks again when a token has come.
-func (e *Emulator) claimDueLocked(now time.Time, limit int) (cs []claim, throttled bool) {
+// dispatcher looks again when a token has come, and full that one waited for
+// its queue's attempts in flight.
+//
+// With a per-queue limit of attempts in flight, a task whose queue is full
+// waits too, until one of the queue's attempts ends.
+func (e *Emulator) claimDueLocked(now time.Time, limit int) (cs []claim, throttled, full bool) {
 	var held []*task
 	for len(cs) < limit && len(e.pending) > 0 && !e.closed && !e.paused && !e.pending[0].due.After(now) {
 		t := heap.Pop(&e.pending).(*task)
-		if !e.allowLocked(queueOf(t.pb.GetName()), now) {
+		q := queueOf(t.pb.GetName())
+		if e.maxConc > 0 && e.inflight[q] >= e.maxConc {
 			held = append(held, t)
+			full = true
+			continue
+		}
+		if !e.allowLocked(q, now) {
+			held = append(held, t)
+			throttled = true
 			continue
 		}
 		cs = append(cs, e.startLocked(t, now))
@@ -78,7 +89,7 @@ func (e *Emulator) claimDueLocked(now time.Time, limit int) (cs []claim, throttl
 	for _, t := range held {
 		heap.Push(&e.pending, t)
 	}
-	return cs, len(held) > 0
+	return cs, throttled, full
 }
 
 // allowLocked takes a dispatch token of queue at now; it always succeeds
@@ -107,6 +118,7 @@ func queueOf(name string) string {
 func (e *Emulator) startLocked(t *task, now time.Time) claim {
 	e.wg.Add(1)
 	e.usage.Dispatches++
+	e.inflight[queueOf(t.pb.GetName())]++
 	ts := timestamppb.New(now)
 	t.pb.DispatchCount++
 	if t.pb.FirstAttempt == nil {
@@ -128,6 +140,7 @@ func (e *Emulator) finish(c claim, httpStatus int, code codes.Code) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := c.t
+	e.inflight[queueOf(t.pb.GetName())]--
 	if e.tasks[t.pb.GetName()] != t {
 		return // deleted while in flight
 	}

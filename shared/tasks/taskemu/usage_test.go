@@ -2,6 +2,7 @@ package taskemu_test
 
 import (
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,5 +88,32 @@ func TestRateLimitsEachQueue(t *testing.T) {
 	}
 	if _, err := taskemu.New(t.Context(), taskemu.Options{Clock: clk, HTTPClient: &http.Client{}, Rate: 501}); err == nil {
 		t.Fatal("New accepted a rate over 500")
+	}
+}
+
+// TestMaxConcurrentPerQueue holds Options.MaxConcurrent: a queue keeps at
+// most that many attempts in flight, whatever is due, and the rest go as
+// attempts end.
+func TestMaxConcurrentPerQueue(t *testing.T) {
+	clk := clock.NewManual(start)
+	e, c := mustStart(t, taskemu.Options{Clock: clk, Manual: true, MaxConcurrent: 2})
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	tg := mustTarget(t, func(int, http.ResponseWriter, *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond) // a real-time wait, so that attempts overlap if allowed
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	})
+	for range 10 {
+		mustCreate(t, c, httpTask("", tg.URL, "a", start))
+	}
+	mustRunDue(t, e, 10)
+	if most != 2 {
+		t.Fatalf("at most %d attempts in flight, want 2", most)
 	}
 }
