@@ -58,6 +58,10 @@ const (
 	DeliveryDropped = "delivery_dropped"
 	// ReceiptsRead counts the events POST /v1/receipts answered.
 	ReceiptsRead = "receipts_read"
+	// InstanceRateLimited counts challenge and session requests refused 429
+	// by the instance's global bucket, which floods from many addresses
+	// reach when the per-IP one does not (issue 26 §2).
+	InstanceRateLimited = "instance_rate_limited"
 )
 
 // Counters is a set of named aggregate counters, safe for concurrent use.
