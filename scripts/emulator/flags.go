@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"onorca.dev/push/shared/config"
 )
@@ -14,7 +15,25 @@ import (
 type options struct {
 	addr   string
 	manual bool
+	// readTimeout, writeTimeout and idleTimeout are the HTTP server's
+	// (issue 26 §3): Cloud Run bounds the deployed functions' connections,
+	// nothing bounds the emulator's but these.
+	readTimeout, writeTimeout, idleTimeout time.Duration
 }
+
+// The server's default timeouts. A request has 30 s to arrive, headers and a
+// body of at most contract.MaxBodyBytes; its answer 60 s, a deployed
+// function's timeout (infra/functions.tf), which covers a delivery waiting
+// for its provider (contract.ProviderTimeout); an idle keep-alive connection
+// is closed after 60 s.
+const (
+	defaultReadTimeout  = 30 * time.Second
+	defaultWriteTimeout = 60 * time.Second
+	defaultIdleTimeout  = 60 * time.Second
+	// maxHeaderTimeout bounds the wait for a request's headers within the
+	// read timeout.
+	maxHeaderTimeout = 10 * time.Second
+)
 
 // usageError is a command line the emulator does not understand; main exits
 // 2 for it, as the flag package does.
@@ -31,6 +50,9 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.addr, "addr", "", "`address` to listen on (default 127.0.0.1:$PORT, PORT defaulting to 8080);\n"+
 		":PORT or 0.0.0.0:PORT listen on every interface, and the public origin is then http://127.0.0.1:PORT")
 	fs.BoolVar(&o.manual, "manual-clock", false, "start with a frozen clock moved only by POST /_emulator/clock (or ORCA_PUSH_MANUAL_CLOCK=1)")
+	fs.DurationVar(&o.readTimeout, "read-timeout", defaultReadTimeout, "`duration` a request may take to arrive, headers and body (headers: at most 10s)")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", defaultWriteTimeout, "`duration` from a request's headers to the end of its answer")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", defaultIdleTimeout, "`duration` a keep-alive connection may wait for its next request")
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -40,6 +62,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		return o, usageError{err}
 	case fs.NArg() > 0:
 		return o, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	case o.readTimeout <= 0 || o.writeTimeout <= 0 || o.idleTimeout <= 0:
+		return o, usageError{errors.New("-read-timeout, -write-timeout and -idle-timeout must be positive")}
 	}
 	return o, nil
 }

@@ -3,7 +3,9 @@ package httpx_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -158,5 +160,31 @@ func TestBucketsRefillAndEviction(t *testing.T) {
 	}
 	if n := b.Len(); n > contract.MaxTrackedBucketKeys {
 		t.Fatalf("tracking %d keys, want at most %d", n, contract.MaxTrackedBucketKeys)
+	}
+}
+
+// unreadBody fails the test that reads it.
+type unreadBody struct{ t *testing.T }
+
+func (b unreadBody) Read([]byte) (int, error) {
+	b.t.Error("the body was read")
+	return 0, errors.New("unreadBody: read")
+}
+
+// TestDeclaredLengthOverCapIsRefusedUnread: a Content-Length over
+// contract.MaxBodyBytes is ErrRequestTooLarge before a byte is read, so a
+// client that declares a gigabyte and sends nothing is answered 413 at once
+// instead of holding the connection until the read timeout; the cap itself
+// is still allowed (issue 26 §3).
+func TestDeclaredLengthOverCapIsRefusedUnread(t *testing.T) {
+	r := httptest.NewRequest("POST", "/", nil)
+	r.Body, r.ContentLength = io.NopCloser(unreadBody{t}), 1<<30
+	if _, err := httpx.ReadBody(httptest.NewRecorder(), r); !errors.Is(err, contract.ErrRequestTooLarge) {
+		t.Errorf("ReadBody(Content-Length 1 GiB) = %v, want ErrRequestTooLarge", err)
+	}
+	body := strings.Repeat("x", contract.MaxBodyBytes)
+	r = httptest.NewRequest("POST", "/", strings.NewReader(body))
+	if b, err := httpx.ReadBody(httptest.NewRecorder(), r); err != nil || len(b) != contract.MaxBodyBytes {
+		t.Errorf("ReadBody(%d bytes) = %d bytes, %v; want all of them", contract.MaxBodyBytes, len(b), err)
 	}
 }
