@@ -188,3 +188,21 @@ func TestDeclaredLengthOverCapIsRefusedUnread(t *testing.T) {
 		t.Errorf("ReadBody(%d bytes) = %d bytes, %v; want all of them", contract.MaxBodyBytes, len(b), err)
 	}
 }
+
+// TestClientIPReadsEveryHeaderLine: X-Forwarded-For sent as several header
+// lines is one list, the lines in the order they came (RFC 9110 §5.3), so
+// the hop a proxy appended on a line of its own is the one counted from the
+// right (issue 26 §5: reading only the first line survived every test).
+func TestClientIPReadsEveryHeaderLine(t *testing.T) {
+	lines := []string{"192.0.2.1, 192.0.2.2", "198.51.100.3", "203.0.113.4, 203.0.113.5"}
+	want := []string{"203.0.113.5", "203.0.113.4", "198.51.100.3", "192.0.2.2", "192.0.2.1", "unknown"}
+	r := httptest.NewRequest("GET", "/", nil)
+	for _, l := range lines {
+		r.Header.Add("X-Forwarded-For", l)
+	}
+	for hops, w := range want {
+		if got := httpx.ClientIP(r, hops); got != w {
+			t.Errorf("ClientIP(%q, %d) = %q, want %q", lines, hops, got, w)
+		}
+	}
+}
