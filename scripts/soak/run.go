@@ -124,6 +124,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// hostIP sends a host's requests with a client IP of its own in
+// X-Forwarded-For, as real desktops reach the gateway, so that the per-IP
+// sign-in bucket meters hosts, not the soak.
+type hostIP string
+
+func (ip hostIP) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Forwarded-For", string(ip))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // host is one desktop of the fleet and what it sent.
 type host struct {
 	c      *hostclient.Client
@@ -155,8 +166,8 @@ func (s *soak) provision(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c, err := hostclient.New(hostclient.Options{BaseURL: s.em.origin(), Keypair: kp,
-			HTTPClient: &http.Client{Timeout: 15 * time.Second}, Clock: clock.Real{}})
+		hc := &http.Client{Timeout: 15 * time.Second, Transport: hostIP(fmt.Sprintf("198.18.%d.%d", i/256, i%256))}
+		c, err := hostclient.New(hostclient.Options{BaseURL: s.em.origin(), Keypair: kp, HTTPClient: hc, Clock: clock.Real{}})
 		if err != nil {
 			return err
 		}
