@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 )
 
@@ -100,6 +101,7 @@ type delivery struct {
 	accepted          bool
 	token, id         string
 	collapse, process string
+	receivedAt        int64
 }
 
 // inbox reads the stand-ins' inbox.
@@ -115,10 +117,11 @@ func (e *emulator) inbox(ctx context.Context) ([]delivery, error) {
 	defer resp.Body.Close()
 	var in struct {
 		Deliveries []struct {
-			Status  int               `json:"status"`
-			Path    string            `json:"path"`
-			Headers map[string]string `json:"headers"`
-			Body    struct {
+			Status     int               `json:"status"`
+			ReceivedAt int64             `json:"receivedAt"`
+			Path       string            `json:"path"`
+			Headers    map[string]string `json:"headers"`
+			Body       struct {
 				Orca struct {
 					NotificationID string `json:"notificationId"`
 				} `json:"orca"`
@@ -142,7 +145,7 @@ func (e *emulator) inbox(ctx context.Context) ([]delivery, error) {
 	for i, d := range in.Deliveries {
 		b := d.Body
 		out[i] = delivery{accepted: d.Status == http.StatusOK, token: strings.TrimPrefix(d.Path, "/3/device/"),
-			id: b.Orca.NotificationID, collapse: d.Headers["apns-collapse-id"], process: pid}
+			id: b.Orca.NotificationID, collapse: d.Headers["apns-collapse-id"], process: pid, receivedAt: d.ReceivedAt}
 		if b.Message.Token != "" {
 			out[i].token, out[i].id, out[i].collapse = b.Message.Token, b.Message.Data.NotificationID, b.Message.Android.CollapseKey
 		}
@@ -163,8 +166,9 @@ var providerFaults = []struct{ name, body string }{
 	{"fcm hang", `{"provider":"fcm","token":"*","hang":true,"times":1}`},
 }
 
-// injectFaults injects one fault at random times, a third of them kills,
-// until ctx ends.
+// injectFaults injects one fault at random times until ctx ends: a third of
+// them kills, a sixth PostgreSQL restarts (with -private-postgres), the
+// rest provider faults.
 func (s *soak) injectFaults(ctx context.Context) error {
 	for {
 		wait := time.Duration(s.r.Int64N(int64(2 * s.o.faultEvery)))
@@ -173,10 +177,18 @@ func (s *soak) injectFaults(ctx context.Context) error {
 			return nil
 		case <-time.After(wait):
 		}
-		if s.r.IntN(3) == 0 {
+		switch n := s.r.IntN(6); {
+		case n < 2:
 			if err := s.killAndRestart(context.WithoutCancel(ctx)); err != nil {
 				return err
 			}
+			continue
+		case n == 2 && s.pg != nil:
+			if err := s.pg.restart(context.WithoutCancel(ctx)); err != nil {
+				return err
+			}
+			s.pgRestarts = append(s.pgRestarts, clock.Real{}.Now().UnixMilli())
+			s.faults["postgres restart"]++
 			continue
 		}
 		f := providerFaults[s.r.IntN(len(providerFaults))]

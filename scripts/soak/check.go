@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"onorca.dev/push/shared/contract"
 )
 
@@ -72,7 +74,7 @@ func (s *soak) check(receipts [][]contract.Receipt, inboxes [][]delivery) report
 					continue
 				}
 				if len(copies) > 1 {
-					if wrongDuplicate(copies) {
+					if wrongDuplicate(copies, s.pgRestarts) {
 						rep.WrongDuplicates++
 					} else {
 						rep.Duplicates++
@@ -85,15 +87,20 @@ func (s *soak) check(receipts [][]contract.Receipt, inboxes [][]delivery) report
 }
 
 // wrongDuplicate reports whether copies of one recipient's alert differ in
-// collapse id or two of them were accepted by one process, which no crash
-// explains.
-func wrongDuplicate(copies []delivery) bool {
-	seen := make(map[string]bool)
-	for _, d := range copies {
-		if d.collapse != copies[0].collapse || seen[d.process] {
+// collapse id, or two of them were accepted by one process with no
+// PostgreSQL restart between them: no crash explains those.
+func wrongDuplicate(copies []delivery, pgRestarts []int64) bool {
+	for i, d := range copies {
+		if d.collapse != copies[0].collapse {
 			return true
 		}
-		seen[d.process] = true
+		for _, e := range copies[:i] {
+			if e.process == d.process && !slices.ContainsFunc(pgRestarts, func(at int64) bool {
+				return min(e.receivedAt, d.receivedAt) <= at && at <= max(e.receivedAt, d.receivedAt)
+			}) {
+				return true
+			}
+		}
 	}
 	return false
 }

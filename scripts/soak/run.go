@@ -34,6 +34,7 @@ type options struct {
 	hosts                 int
 	rate                  float64
 	seed                  uint64
+	privatePostgres       bool
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -48,6 +49,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.IntVar(&o.hosts, "hosts", 4, "hosts, each with an iPhone and an Android phone")
 	fs.Float64Var(&o.rate, "rate", 5, "alerts a second, over all hosts")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the fault schedule (0: random)")
+	fs.BoolVar(&o.privatePostgres, "private-postgres", false, "run on a private PostgreSQL cluster (initdb, pg_ctl) instead, and restart it among the faults")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -55,8 +57,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	switch {
-	case o.databaseURL == "":
-		return o, fmt.Errorf("%w: -database-url or ORCA_PUSH_DATABASE_URL is required", errUsage)
+	case o.databaseURL == "" && !o.privatePostgres:
+		return o, fmt.Errorf("%w: -database-url, ORCA_PUSH_DATABASE_URL or -private-postgres is required", errUsage)
 	case o.hosts < 1 || o.rate <= 0 || o.duration <= 0 || o.faultEvery <= 0:
 		return o, fmt.Errorf("%w: -hosts, -rate, -duration and -fault-every must be positive", errUsage)
 	// The quota bounds what one host may send in a window
@@ -89,6 +91,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("build the emulator: %w: %s", err, out)
 		}
 	}
+	var pg *cluster
+	if o.privatePostgres {
+		pgDir, err := os.MkdirTemp("", "orca-push-soak-pg")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(pgDir)
+		if pg, err = startCluster(ctx, pgDir); err != nil {
+			return err
+		}
+		defer pg.stop()
+		o.databaseURL = pg.url()
+	}
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -99,7 +114,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer em.kill()
-	s := &soak{o: o, em: em, r: mrand.New(mrand.NewPCG(o.seed, o.seed+1)), stderr: stderr}
+	s := &soak{o: o, em: em, pg: pg, r: mrand.New(mrand.NewPCG(o.seed, o.seed+1)), stderr: stderr}
 	if err := s.provision(ctx); err != nil {
 		return err
 	}
@@ -150,6 +165,7 @@ type host struct {
 type soak struct {
 	o      options
 	em     *emulator
+	pg     *cluster    // nil unless -private-postgres
 	r      *mrand.Rand // the fault schedule; only the fault loop uses it
 	stderr io.Writer
 	hosts  []*host
@@ -157,6 +173,9 @@ type soak struct {
 	inboxes [][]delivery
 	kills   int
 	faults  map[string]int
+	// pgRestarts are when the cluster came back from each restart, in
+	// epoch ms: a copy accepted again after one is explained by it.
+	pgRestarts []int64
 }
 
 // provision signs the hosts in and registers their phones, before any fault.
