@@ -14,13 +14,17 @@ import (
 	"onorca.dev/push/shared/store/storetest"
 )
 
-// TestBadBytesAre400: a NUL or another control character where the
-// contract wants an id is 400 invalid_request on both databases, changes no
-// row and logs no failure: in a registration's path, in an unauthenticated
-// challengeId. (deviceId, registrationIds and notificationEpoch are in the
-// contracttest tables that TestRegisterValidation and functions/send's
-// TestSendInvalid run on both databases.) PostgreSQL used to answer 500 and
-// log an error for each, which any client could provoke.
+// TestBadBytesAre400: a NUL, another control character or bytes that are
+// not UTF-8 where the contract wants an id is 400 invalid_request on both
+// databases, changes no row and logs no failure: in a registration's path,
+// in an unauthenticated challengeId. (deviceId, registrationIds and
+// notificationEpoch are in the contracttest tables that
+// TestRegisterValidation and functions/send's TestSendInvalid run on both
+// databases.) PostgreSQL used to answer 500 and log an error for each, which
+// any client could provoke: for a control character because it cannot store
+// NUL, for bytes that are not UTF-8 in a path (%ff, %c3, a surrogate) with
+// SQLSTATE 22021 (issue 26 §1). A body cannot carry such bytes into an id:
+// JSON decoding turns them into U+FFFD, as JSON.parse does.
 func TestBadBytesAre400(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
@@ -34,6 +38,10 @@ func TestBadBytesAre400(t *testing.T) {
 				{"delete nul", "DELETE", "/v1/devices/a%00b", "", bearerHeader(token)},
 				{"delete newline", "DELETE", "/v1/devices/a%0Ab", "", bearerHeader(token)},
 				{"delete C1", "DELETE", "/v1/devices/a%C2%85", "", bearerHeader(token)},
+				{"delete invalid byte", "DELETE", "/v1/devices/%ff", "", bearerHeader(token)},
+				{"delete truncated sequence", "DELETE", "/v1/devices/%c3", "", bearerHeader(token)},
+				{"delete surrogate", "DELETE", "/v1/devices/%ed%a0%80", "", bearerHeader(token)},
+				{"delete overlong", "DELETE", "/v1/devices/a%c0%afb", "", bearerHeader(token)},
 				{"challenge id nul", "POST", "/v1/host/session",
 					`{"v":1,"challengeId":"c\u0000","proofB64":"` + zeroKey + `"}`, g.freshIP()},
 				{"challenge id escape", "POST", "/v1/host/session",

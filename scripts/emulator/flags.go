@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/tasks"
@@ -17,6 +18,10 @@ type options struct {
 	addr   string
 	manual bool
 	queues queueOptions
+	// readTimeout, writeTimeout and idleTimeout are the HTTP server's
+	// (issue 26 §3): Cloud Run bounds the deployed functions' connections,
+	// nothing bounds the emulator's but these.
+	readTimeout, writeTimeout, idleTimeout time.Duration
 }
 
 // queueOptions shape the emulator's Cloud Tasks queues.
@@ -31,6 +36,20 @@ type queueOptions struct {
 	// max_concurrent_dispatches); 0: the emulator's 8 in all.
 	concurrency int
 }
+
+// The server's default timeouts. A request has 30 s to arrive, headers and a
+// body of at most contract.MaxBodyBytes; its answer 60 s, a deployed
+// function's timeout (infra/functions.tf), which covers a delivery waiting
+// for its provider (contract.ProviderTimeout); an idle keep-alive connection
+// is closed after 60 s.
+const (
+	defaultReadTimeout  = 30 * time.Second
+	defaultWriteTimeout = 60 * time.Second
+	defaultIdleTimeout  = 60 * time.Second
+	// maxHeaderTimeout bounds the wait for a request's headers within the
+	// read timeout.
+	maxHeaderTimeout = 10 * time.Second
+)
 
 // usageError is a command line the emulator does not understand; main exits
 // 2 for it, as the flag package does.
@@ -50,6 +69,9 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.IntVar(&o.queues.count, "queues", 1, "delivery `queues` the gateway spreads its tasks over by a hash of their registration, 1..32")
 	fs.Float64Var(&o.queues.rate, "queue-rate", taskemu.MaxRate, "each queue's dispatches per `second`, as a real queue's max_dispatches_per_second (1..500)")
 	fs.IntVar(&o.queues.concurrency, "queue-concurrency", 0, "each queue's deliveries in `flight`, as a real queue's max_concurrent_dispatches (0: 8 in all, 1..1000)")
+	fs.DurationVar(&o.readTimeout, "read-timeout", defaultReadTimeout, "`duration` a request may take to arrive, headers and body (headers: at most 10s)")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", defaultWriteTimeout, "`duration` from a request's headers to the end of its answer")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", defaultIdleTimeout, "`duration` a keep-alive connection may wait for its next request")
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -65,6 +87,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		return o, usageError{fmt.Errorf("-queue-concurrency %d is outside 0..1000", o.queues.concurrency)}
 	case !(o.queues.rate >= 1 && o.queues.rate <= taskemu.MaxRate):
 		return o, usageError{fmt.Errorf("-queue-rate %v is outside 1..%d", o.queues.rate, taskemu.MaxRate)}
+	case o.readTimeout <= 0 || o.writeTimeout <= 0 || o.idleTimeout <= 0:
+		return o, usageError{errors.New("-read-timeout, -write-timeout and -idle-timeout must be positive")}
 	}
 	return o, nil
 }

@@ -17,6 +17,7 @@ import (
 	"onorca.dev/push/shared/providers/apns"
 	"onorca.dev/push/shared/providers/fcm"
 	"onorca.dev/push/shared/providers/standin"
+	"onorca.dev/push/shared/service"
 	"onorca.dev/push/shared/tasks"
 	"onorca.dev/push/shared/tasks/taskemu"
 )
@@ -120,8 +121,9 @@ func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Co
 	if err != nil {
 		return nil, err
 	}
-	l.fcm, err = fcm.New(ctx, fcm.Options{ProjectID: cfg.FCMProjectID, Endpoint: l.standins.FCMEndpoint(), Clock: clk,
-		DataOnly: cfg.FCMMessage == config.FCMData})
+	fcmOpts := service.FCMOptions(cfg, clk)
+	fcmOpts.Endpoint = l.standins.FCMEndpoint()
+	l.fcm, err = fcm.New(ctx, fcmOpts)
 	if err != nil {
 		return nil, fmt.Errorf("fcm: %w", err)
 	}

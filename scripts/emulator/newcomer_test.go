@@ -33,7 +33,7 @@ func TestHelpListsFlagsAndEnvironment(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("run(-h) = %v, want flag.ErrHelp", err)
 	}
-	want := []string{"-addr", "-manual-clock", "-queues", "-queue-rate", "-queue-concurrency"}
+	want := []string{"-addr", "-manual-clock", "-queues", "-queue-rate", "-queue-concurrency", "-read-timeout", "-write-timeout", "-idle-timeout"}
 	for _, v := range config.Vars() {
 		want = append(want, v.Name)
 	}

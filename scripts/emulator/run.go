@@ -74,7 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer em.close()
 	svc := em.svc
 
-	srv := &http.Server{Handler: em.mux(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: em.mux(), ReadHeaderTimeout: min(maxHeaderTimeout, o.readTimeout),
+		ReadTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, IdleTimeout: o.idleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	go svc.Counters.Run(ctx, time.Minute)

@@ -304,15 +304,18 @@ func UTF16Len(s string) int {
 	return n
 }
 
-// validOpaqueID reports whether s is an OpaqueId: 1..MaxOpaqueID code units,
-// none of them a control character (C0, DEL or C1). The original schema let
-// control characters in, but PostgreSQL cannot store NUL in text (the
-// gateway answered 500 and logged an error, and SQLite stored it as is), and
-// no id an Orca desktop makes holds one, so both databases refuse them alike
-// (issue "Hardening" §3).
+// validOpaqueID reports whether s is an OpaqueId: valid UTF-8 of
+// 1..MaxOpaqueID code units, none of them a control character (C0, DEL or
+// C1). The original schema let control characters in, but PostgreSQL cannot
+// store NUL in text (the gateway answered 500 and logged an error, and SQLite
+// stored it as is), and no id an Orca desktop makes holds one, so both
+// databases refuse them alike (issue "Hardening" §3). Likewise a path
+// segment is percent-decoded into any bytes, and PostgreSQL refuses text
+// that is not UTF-8 (SQLSTATE 22021, a 500) where SQLite answered 404, so
+// both refuse it before any SQL (issue 26 §1).
 func validOpaqueID(s string) bool {
 	n := UTF16Len(s)
-	return n >= 1 && n <= MaxOpaqueID && !strings.ContainsFunc(s, unicode.IsControl)
+	return n >= 1 && n <= MaxOpaqueID && utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // DecodeRegistrationID checks the registrationId of DELETE

@@ -11,6 +11,17 @@ const (
 	// UnauthenticatedPerMinute is the per-IP bucket shared by
 	// /v1/host/challenge and /v1/host/session.
 	UnauthenticatedPerMinute = 30
+	// UnauthenticatedPerInstancePerMinute is the global bucket of each of
+	// /v1/host/challenge and /v1/host/session on one instance, whatever the
+	// client address (issue 26 §2): the per-IP bucket alone let a flood
+	// from ever-new addresses (a forged X-Forwarded-For, or enough real
+	// ones) write challenges faster than the sweep deletes them. 600 a
+	// minute per instance is 10 sign-ins a second, far above what the
+	// hosts of one deployment need (a session lasts SessionTTL), and the
+	// rows it lets live at once (600 + 600 × (ChallengeTTL +
+	// ChallengeGrace)/minute = 1000 per instance) are one chunk of the
+	// sweep, which prunes every expired challenge each minute.
+	UnauthenticatedPerInstancePerMinute = 600
 	// InvalidBearerPerMinute is the per-IP budget spent by missing,
 	// malformed, unknown or expired bearers.
 	InvalidBearerPerMinute = 30

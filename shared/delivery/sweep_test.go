@@ -2,9 +2,11 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/store"
@@ -93,6 +95,55 @@ func TestSweepRetention(t *testing.T) {
 				if n := count(table); n != want {
 					t.Errorf("%s: %d rows after 24 h, want %d", table, n, want)
 				}
+			}
+		})
+	}
+}
+
+// TestSweepPrunesEveryExpiredChallenge: one run deletes every challenge past
+// its grace, however many a flood left, in chunks, and keeps the live ones.
+// A run used to stop at 20,000 (10 chunks of 2000), so a flood above 333 a
+// second outgrew the sweep (issue 26 §2).
+func TestSweepPrunesEveryExpiredChallenge(t *testing.T) {
+	const expired, live = 25_000, 3
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			ctx := context.Background()
+			opts := d.Options(t)
+			s, err := store.Open(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			e := mustEnvOn(t, s, clock.NewManual(start))
+			sw, err := delivery.NewSweeper(delivery.SweeperOptions{Store: e.store, Clock: e.clock, Counters: e.counters, Scheduler: e.sched})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gone := e.now() - contract.ChallengeGrace.Milliseconds() - 1
+			// One statement writes them all: 25,000 round trips would be the
+			// test's whole run time.
+			_, err = storetest.SQL(t, opts).ExecContext(ctx, fmt.Sprintf(`INSERT INTO push_challenges
+				(challenge_id, host_fingerprint, host_public_key, secret_hash, transcript, expires_at)
+				WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
+				SELECT 'c' || i, 'h', 'k', 'p', 't', CASE WHEN i <= %d THEN %d ELSE %d END FROM n`,
+				expired+live, expired, gone, e.now()+contract.ChallengeTTL.Milliseconds()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := sw.Sweep(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Pruned["push_challenges"]; got != expired {
+				t.Errorf("Sweep pruned %d challenges, want %d", got, expired)
+			}
+			n, err := e.store.RowCounts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n["push_challenges"] != live {
+				t.Errorf("%d challenges after one sweep, want the %d live ones", n["push_challenges"], live)
 			}
 		})
 	}

@@ -56,6 +56,7 @@ type Edge struct {
 	traceProject  string
 	lookup        SessionLookup
 	unauth        *Buckets // challenge and session, per IP
+	perInstance   *Buckets // challenge and session, per route pattern
 	invalidBearer *Buckets // failed bearers, per IP
 	perHost       *Buckets // authenticated requests, per host
 	admission     *admission
@@ -81,6 +82,7 @@ func NewEdge(o Options) (*Edge, error) {
 		traceProject:  o.TraceProject,
 		lookup:        o.Lookup,
 		unauth:        NewBuckets(contract.UnauthenticatedPerMinute),
+		perInstance:   NewBuckets(contract.UnauthenticatedPerInstancePerMinute),
 		invalidBearer: NewBuckets(contract.InvalidBearerPerMinute),
 		perHost:       NewBuckets(contract.HostPerMinute),
 		admission:     newAdmission(contract.AuthLookupsRunning, contract.AuthLookupsWaiting),
@@ -89,12 +91,22 @@ func NewEdge(o Options) (*Edge, error) {
 }
 
 // Unauthenticated guards the two unauthenticated routes with the per-IP
-// bucket they share; it runs before the body is read, so an oversized request
-// still spends a token (reference-behaviour §1.2).
+// bucket they share, then with the instance's bucket of the route (its mux
+// pattern, r.Pattern), which no count of addresses gets around (issue 26
+// §2). It runs before the body is read, so an oversized request still spends
+// a token (reference-behaviour §1.2). Authenticated routes never touch
+// either bucket, so a flood of sign-ins leaves the hosts that hold a session
+// alone.
 func (e *Edge) Unauthenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !e.unauth.Allow(ClientIP(r, e.hops), e.clock.Now()) {
+		now := e.clock.Now()
+		if !e.unauth.Allow(ClientIP(r, e.hops), now) {
 			e.counters.Inc(obs.IPRateLimited)
+			writeContractError(w, contract.ErrRateLimited)
+			return
+		}
+		if !e.perInstance.Allow(r.Pattern, now) {
+			e.counters.Inc(obs.InstanceRateLimited)
 			writeContractError(w, contract.ErrRateLimited)
 			return
 		}

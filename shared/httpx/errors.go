@@ -104,8 +104,13 @@ func (e *Edge) Handle(h HandlerFunc) http.Handler {
 
 // ReadBody reads r's body, at most contract.MaxBodyBytes of it as streamed
 // (a chunked body declares no length). A longer body is
-// contract.ErrRequestTooLarge.
+// contract.ErrRequestTooLarge, and so at once, before a byte is read, is a
+// declared Content-Length over the cap: waiting for a body that may never
+// come held the connection until the read timeout (issue 26 §3).
 func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > contract.MaxBodyBytes {
+		return nil, contract.ErrRequestTooLarge
+	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, contract.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	switch {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -186,5 +188,49 @@ func TestBucketsRefillAndEviction(t *testing.T) {
 	}
 	if n := b.Len(); n > contract.MaxTrackedBucketKeys {
 		t.Fatalf("tracking %d keys, want at most %d", n, contract.MaxTrackedBucketKeys)
+	}
+}
+
+// unreadBody fails the test that reads it.
+type unreadBody struct{ t *testing.T }
+
+func (b unreadBody) Read([]byte) (int, error) {
+	b.t.Error("the body was read")
+	return 0, errors.New("unreadBody: read")
+}
+
+// TestDeclaredLengthOverCapIsRefusedUnread: a Content-Length over
+// contract.MaxBodyBytes is ErrRequestTooLarge before a byte is read, so a
+// client that declares a gigabyte and sends nothing is answered 413 at once
+// instead of holding the connection until the read timeout; the cap itself
+// is still allowed (issue 26 §3).
+func TestDeclaredLengthOverCapIsRefusedUnread(t *testing.T) {
+	r := httptest.NewRequest("POST", "/", nil)
+	r.Body, r.ContentLength = io.NopCloser(unreadBody{t}), 1<<30
+	if _, err := httpx.ReadBody(httptest.NewRecorder(), r); !errors.Is(err, contract.ErrRequestTooLarge) {
+		t.Errorf("ReadBody(Content-Length 1 GiB) = %v, want ErrRequestTooLarge", err)
+	}
+	body := strings.Repeat("x", contract.MaxBodyBytes)
+	r = httptest.NewRequest("POST", "/", strings.NewReader(body))
+	if b, err := httpx.ReadBody(httptest.NewRecorder(), r); err != nil || len(b) != contract.MaxBodyBytes {
+		t.Errorf("ReadBody(%d bytes) = %d bytes, %v; want all of them", contract.MaxBodyBytes, len(b), err)
+	}
+}
+
+// TestClientIPReadsEveryHeaderLine: X-Forwarded-For sent as several header
+// lines is one list, the lines in the order they came (RFC 9110 §5.3), so
+// the hop a proxy appended on a line of its own is the one counted from the
+// right (issue 26 §5: reading only the first line survived every test).
+func TestClientIPReadsEveryHeaderLine(t *testing.T) {
+	lines := []string{"192.0.2.1, 192.0.2.2", "198.51.100.3", "203.0.113.4, 203.0.113.5"}
+	want := []string{"203.0.113.5", "203.0.113.4", "198.51.100.3", "192.0.2.2", "192.0.2.1", "unknown"}
+	r := httptest.NewRequest("GET", "/", nil)
+	for _, l := range lines {
+		r.Header.Add("X-Forwarded-For", l)
+	}
+	for hops, w := range want {
+		if got := httpx.ClientIP(r, hops); got != w {
+			t.Errorf("ClientIP(%q, %d) = %q, want %q", lines, hops, got, w)
+		}
 	}
 }

@@ -80,6 +80,10 @@ const (
 	// for the device's.
 	APNSCredentialsRejected = "apns_credentials_rejected"
 	FCMCredentialsRejected  = "fcm_credentials_rejected"
+	// InstanceRateLimited counts challenge and session requests refused 429
+	// by the instance's global bucket, which floods from many addresses
+	// reach when the per-IP one does not (issue 26 §2).
+	InstanceRateLimited = "instance_rate_limited"
 )
 
 // DeliveryLate returns the counter of a provider call made late after its

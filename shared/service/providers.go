@@ -43,10 +43,19 @@ func deployedDeps(ctx context.Context, cfg config.Config, clk clock.Clock) (Opti
 		return o, fmt.Errorf("service: %w", err)
 	}
 	o.APNS = a
-	f, err := fcm.New(ctx, fcm.Options{ProjectID: cfg.FCMProjectID, Clock: clk, DataOnly: cfg.FCMMessage == config.FCMData})
+	f, err := fcm.New(ctx, FCMOptions(cfg, clk))
 	if err != nil {
 		return o, fmt.Errorf("service: %w", err)
 	}
 	o.FCM = f
 	return o, nil
+}
+
+// FCMOptions returns the FCM client options cfg asks for: its project and
+// message form (ORCA_PUSH_FCM_MESSAGE=data sends every message data-only,
+// unsealed alerts included). The deployed functions and the emulator, which
+// adds its stand-in's endpoint, both build their client from it, so the
+// emulator's tests hold the deployed rule too.
+func FCMOptions(cfg config.Config, clk clock.Clock) fcm.Options {
+	return fcm.Options{ProjectID: cfg.FCMProjectID, Clock: clk, DataOnly: cfg.FCMMessage == config.FCMData}
 }

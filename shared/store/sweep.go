@@ -52,20 +52,25 @@ type LostBatch struct {
 	ID, RegistrationID string
 }
 
+// PruneChallenges deletes at most limit challenges that expired before
+// before, and returns how many it deleted; a caller repeats while it
+// returned limit.
+func (s *Store) PruneChallenges(ctx context.Context, before int64, limit int) (int64, error) {
+	return s.execN(ctx, "prune push_challenges", `DELETE FROM push_challenges WHERE challenge_id IN
+		(SELECT challenge_id FROM push_challenges WHERE expires_at < $1 LIMIT $2)`, before, limit)
+}
+
 // Prune deletes, in one chunk of at most limit rows per table, what the
 // retention rules let go at now (reference-behaviour §3 and §6, "Cleanup"):
-// challenges 30 s after expiry, expired sessions, hosts without contact for
+// expired sessions, hosts without contact for
 // hostRetention that no device names, and events, recipients, fences and
 // finished batches older than retention. It returns the rows deleted per
 // table; a caller repeats while any table returned limit.
-func (s *Store) Prune(ctx context.Context, now, challengeGrace, hostRetention, retention int64, limit int) (map[string]int64, error) {
+func (s *Store) Prune(ctx context.Context, now, hostRetention, retention int64, limit int) (map[string]int64, error) {
 	steps := []struct {
 		table, query string
 		args         []any
 	}{
-		{"push_challenges", `DELETE FROM push_challenges WHERE challenge_id IN
-			(SELECT challenge_id FROM push_challenges WHERE expires_at < $1 LIMIT $2)`,
-			[]any{now - challengeGrace, limit}},
 		{"push_sessions", `DELETE FROM push_sessions WHERE token_hash IN
 			(SELECT token_hash FROM push_sessions WHERE expires_at < $1 LIMIT $2)`,
 			[]any{now, limit}},
