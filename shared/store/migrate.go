@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -84,11 +85,14 @@ func splitStatements(text string) []string {
 func (s *Store) migrate(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		err := s.migrateOnce(ctx)
-		if err == nil || attempt == migrateAttempts || !s.dialect.retryable(err) {
+		if err == nil || attempt == migrateAttempts || !s.dialect.retryable(err) && !errors.Is(Classify(err), ErrBusy) {
 			return err
 		}
 		// A new SQLite file answers SQLITE_BUSY, without waiting, to a
-		// connection that opens while another one switches it to WAL.
+		// connection that opens while another one switches it to WAL; and
+		// another process's migration may hold the write lock past the
+		// lock wait a request gets. A start may wait longer than a request:
+		// busy is retried here, where requests answer 503 at once.
 		t := time.NewTimer(time.Duration(attempt) * 20 * time.Millisecond)
 		select {
 		case <-ctx.Done():
