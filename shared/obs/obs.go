@@ -80,6 +80,10 @@ const (
 	// for the device's.
 	APNSCredentialsRejected = "apns_credentials_rejected"
 	FCMCredentialsRejected  = "fcm_credentials_rejected"
+	// PayloadUnopenable counts the batches that ended expired, reason
+	// payload_key_unknown, because a member opened under no key of the
+	// ring (ORCA_PUSH_PAYLOAD_KEYS lost the key that sealed it).
+	PayloadUnopenable = "payload_unopenable"
 )
 
 // DeliveryLate returns the counter of a provider call made late after its
