@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -24,6 +25,7 @@ import (
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/seal"
 	"onorca.dev/push/shared/store"
 )
 
@@ -313,8 +315,17 @@ func (c *cluster) sends(ctx context.Context, url string, regs, k, n int) error {
 	}); err != nil {
 		return err
 	}
+	// A key of this run's: what it seals is measured, never read again.
+	entry, err := seal.NewEntry(rand.Reader, "pgcount")
+	if err != nil {
+		return err
+	}
+	keys, err := seal.ParseRing(entry)
+	if err != nil {
+		return err
+	}
 	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: obs.NewCounters(nil),
-		Scheduler: delivery.NopScheduler{}})
+		Scheduler: delivery.NopScheduler{}, Keys: keys})
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,3 @@ import (
 func SealedPayload(keys *seal.Ring, batchID, reg string, ns ...contract.Notification) string {
 	return payloads{keys}.encode(batchID, reg, ns)
 }
-
-// OpenPayload returns the members of a stored batch as the Deliverer opens
-// them.
-func OpenPayload(keys *seal.Ring, batchID, reg, payload string) ([]contract.Notification, error) {
-	return payloads{keys}.decode(batchID, reg, payload)
-}

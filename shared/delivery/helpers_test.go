@@ -188,8 +188,7 @@ func (e *env) batch(t testing.TB, id string) store.Batch {
 // them.
 func (e *env) members(t testing.TB, id string) []contract.Notification {
 	t.Helper()
-	b := e.batch(t, id)
-	out, err := delivery.OpenPayload(sealtest.Ring(t), id, b.RegistrationID, b.Payload)
+	out, err := delivery.OpenMembers(sealtest.Ring(t), e.batch(t, id))
 	if err != nil {
 		t.Fatalf("batch %s payload: %v", id, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/seal"
+	"onorca.dev/push/shared/store"
 )
 
 // A batch's payload_json is the JSON array of its members in arrival order,
@@ -85,6 +86,14 @@ func (p payloads) encode(batchID, reg string, ns []contract.Notification) string
 		b = p.appendMember(b, data, &ns[i], ns[i].AppendJSON(nil, true))
 	}
 	return string(append(b, ']'))
+}
+
+// OpenMembers returns the members of the stored batch b opened under keys,
+// as the Deliverer opens them: for tools and tests that read what a batch
+// holds. When a member opens under no key its error wraps
+// seal.ErrUnopenable.
+func OpenMembers(keys *seal.Ring, b store.Batch) ([]contract.Notification, error) {
+	return payloads{keys}.decode(b.ID, b.RegistrationID, b.Payload)
 }
 
 // decode returns the members of batch batchID of registration reg. When a
