@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/obs"
@@ -197,6 +198,40 @@ func TestUnopenableExpires(t *testing.T) {
 			e.deliver(t, b2)
 			if len(e.sent) != 1 || e.sent[0].Title != "Task finished" {
 				t.Fatalf("sent %+v, want the next alert", e.sent)
+			}
+		})
+	}
+}
+
+// TestMemberBoundToItsRow: a batch's sealed members copied into another
+// registration's batch open nowhere: that batch expires with reason
+// payload_key_unknown and nothing is sent (both databases).
+func TestMemberBoundToItsRow(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			opts := d.Options(t)
+			s, err := store.Open(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			keys := ring(t, keyEntry(t, "k1"))
+			e := &keyedEnv{env: mustEnvOn(t, s, clock.NewManual(start))}
+			e.rekey(t, keys)
+			p, q := e.device(t, "hostA", "phone"), e.device(t, "hostA", "tablet")
+			b1, b2 := e.queue(t, p, alert("mine", 1)), e.queue(t, q, alert("theirs", 2))
+			if _, err := storetest.SQL(t, opts).Exec(`UPDATE push_delivery_batches SET payload_json = $1 WHERE batch_id = $2`,
+				e.batch(t, b1).Payload, b2); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(contract.DefaultCoalesce)
+			e.deliver(t, b2)
+			if st := e.batch(t, b2).State; st != store.BatchExpired || len(e.sent) != 0 {
+				t.Fatalf("the batch with another row's members ended %s, sent %d; want expired, none", st, len(e.sent))
+			}
+			e.deliver(t, b1)
+			if len(e.sent) != 1 || e.sent[0].Body != "Agent mine is done" {
+				t.Fatalf("sent %+v, want the first batch's own alert", e.sent)
 			}
 		})
 	}
