@@ -55,6 +55,7 @@ locals {
     alert_latency_over_30s    = "Alert batches a provider accepted more than 30 s after their oldest alert's acceptance."
     apns_credentials_rejected = "APNs calls refused for the gateway's credentials (403 provider token or certificate)."
     fcm_credentials_rejected  = "FCM calls refused for the gateway's credentials (401/403)."
+    payload_unopenable        = "Batches expired because no key of ORCA_PUSH_PAYLOAD_KEYS opens them (payload_key_unknown)."
   }
 
   # The log lines the counters are read from: stdout of this module's functions.
