@@ -236,3 +236,40 @@ func TestMemberBoundToItsRow(t *testing.T) {
 		})
 	}
 }
+
+// TestMembersStoredBeforeSealing: a pending batch as the previous version
+// stored it, its member in the clear, is still delivered after the upgrade,
+// and an alert that joins it is sealed beside it (both databases).
+func TestMembersStoredBeforeSealing(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			opts := d.Options(t)
+			s, err := store.Open(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			e := &keyedEnv{env: mustEnvOn(t, s, clock.NewManual(start))}
+			e.rekey(t, ring(t, keyEntry(t, "k1")))
+			p := e.device(t, "hostA", "phone")
+			old := alert("old", 1)
+			b := e.queue(t, p, old)
+			clear := string(contract.AppendNotifications(nil, []contract.Notification{old}))
+			if _, err := storetest.SQL(t, opts).Exec(`UPDATE push_delivery_batches SET payload_json = $1 WHERE batch_id = $2`,
+				clear, b); err != nil {
+				t.Fatal(err)
+			}
+			e.mustSend(t, contract.StatusQueued, "hostA", alert("new", 2), p)
+			e.sched.take()
+			got := e.batch(t, b).Payload
+			if !strings.HasPrefix(got, clear[:len(clear)-1]+`,{"sealed":"k1:`) || strings.Contains(got[len(clear):], "Agent new") {
+				t.Fatalf("joined batch holds %s, want the clear member then a sealed one", got)
+			}
+			e.clock.Advance(contract.DefaultCoalesce)
+			e.deliver(t, b)
+			if len(e.sent) != 1 || e.sent[0].CoalescedCount != 2 || e.sent[0].SummaryMembers[0].NotificationID != "old" {
+				t.Fatalf("sent %+v, want a summary of both", e.sent)
+			}
+		})
+	}
+}
