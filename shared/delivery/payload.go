@@ -209,9 +209,9 @@ func (p payloads) openAny(b, data []byte) ([]byte, error) {
 
 // appendOpened appends the notification JSON sealed holds.
 func (p payloads) appendOpened(out, sealed, data []byte) ([]byte, error) {
-	plain, err := p.keys.Open(sealed, data)
+	out, err := p.keys.Open(out, sealed, data)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, plain...), nil
+	return out, nil
 }

@@ -125,28 +125,35 @@ func (r *Ring) Seal(dst, plaintext, ad []byte) []byte {
 	return base64.StdEncoding.AppendEncode(dst, buf)
 }
 
-// Open returns the plaintext Seal sealed into sealed with the same ad, or
-// ErrUnopenable when no key of the ring opens it.
-func (r *Ring) Open(sealed, ad []byte) ([]byte, error) {
+// Open appends to dst the plaintext Seal sealed into sealed with the same
+// ad, or returns ErrUnopenable when no key of the ring opens it. It opens in
+// dst's spare capacity: with enough of it, it allocates nothing.
+func (r *Ring) Open(dst, sealed, ad []byte) ([]byte, error) {
 	i := bytes.IndexByte(sealed, ':')
 	if i < 0 {
-		return nil, ErrUnopenable
+		return dst, ErrUnopenable
 	}
 	id := sealed[:i]
 	for _, k := range r.keys {
 		if k.id != string(id) {
 			continue
 		}
-		buf, err := base64.StdEncoding.AppendDecode(nil, sealed[i+1:])
+		start := len(dst)
+		buf, err := base64.StdEncoding.AppendDecode(dst, sealed[i+1:])
 		n := k.aead.NonceSize()
-		if err != nil || len(buf) < n+k.aead.Overhead() {
-			return nil, ErrUnopenable
+		if err != nil || len(buf)-start < n+k.aead.Overhead() {
+			return dst, ErrUnopenable
 		}
-		plain, err := k.aead.Open(buf[n:n], buf[:n], buf[n:], ad)
+		// The nonce moves out and the ciphertext to start, where it is
+		// opened in place (the exact overlap cipher.AEAD allows).
+		var nonce [12]byte
+		copy(nonce[:], buf[start:start+n])
+		ct := buf[start : start+copy(buf[start:], buf[start+n:])]
+		out, err := k.aead.Open(buf[:start], nonce[:n], ct, ad)
 		if err != nil {
-			return nil, ErrUnopenable
+			return dst, ErrUnopenable
 		}
-		return plain, nil
+		return out, nil
 	}
-	return nil, ErrUnopenable
+	return dst, ErrUnopenable
 }

@@ -41,9 +41,15 @@ func TestSealOpens(t *testing.T) {
 	if bytes.ContainsAny(sealed, "\"\\,") {
 		t.Fatalf("sealed %q holds a character JSON or the ring format would read", sealed)
 	}
-	got, err := r.Open(sealed, []byte("row-1"))
+	got, err := r.Open(nil, sealed, []byte("row-1"))
 	if err != nil || string(got) != "Build finished" {
 		t.Fatalf("Open = %q, %v", got, err)
+	}
+	if got, err := r.Open([]byte("text: "), sealed, []byte("row-1")); err != nil || string(got) != "text: Build finished" {
+		t.Fatalf("Open after a prefix = %q, %v", got, err)
+	}
+	if got, err := r.Open(make([]byte, 0, 256), sealed, []byte("row-1")); err != nil || string(got) != "Build finished" {
+		t.Fatalf("Open into spare capacity = %q, %v", got, err)
 	}
 	if again := r.Seal(nil, []byte("Build finished"), []byte("row-1")); bytes.Equal(again, sealed) {
 		t.Fatal("two seals of the same text are equal: the nonce is not random")
@@ -78,7 +84,7 @@ func TestOpenRefuses(t *testing.T) {
 		"not base64":       {r, []byte("k1:!!!!"), "row-1"},
 	}
 	for name, c := range cases {
-		if got, err := c.r.Open(c.sealed, []byte(c.ad)); !errors.Is(err, seal.ErrUnopenable) || got != nil {
+		if got, err := c.r.Open(nil, c.sealed, []byte(c.ad)); !errors.Is(err, seal.ErrUnopenable) || got != nil {
 			t.Errorf("%s: Open = %q, %v, want ErrUnopenable", name, got, err)
 		}
 	}
@@ -92,17 +98,17 @@ func TestRotation(t *testing.T) {
 	before := mustRing(t, oldEntry)
 	sealedOld := before.Seal(nil, []byte("pending"), []byte("row"))
 	after := mustRing(t, newEntry+","+oldEntry)
-	if got, err := after.Open(sealedOld, []byte("row")); err != nil || string(got) != "pending" {
+	if got, err := after.Open(nil, sealedOld, []byte("row")); err != nil || string(got) != "pending" {
 		t.Fatalf("the rotated ring opens %q, %v", got, err)
 	}
 	sealedNew := after.Seal(nil, []byte("later"), []byte("row"))
 	if !bytes.HasPrefix(sealedNew, []byte("new:")) {
 		t.Fatalf("sealed after rotation under %q, want new", sealedNew[:4])
 	}
-	if _, err := before.Open(sealedNew, []byte("row")); !errors.Is(err, seal.ErrUnopenable) {
+	if _, err := before.Open(nil, sealedNew, []byte("row")); !errors.Is(err, seal.ErrUnopenable) {
 		t.Fatalf("the old ring opened the new key's text: %v", err)
 	}
-	if _, err := mustRing(t, newEntry).Open(sealedOld, []byte("row")); !errors.Is(err, seal.ErrUnopenable) {
+	if _, err := mustRing(t, newEntry).Open(nil, sealedOld, []byte("row")); !errors.Is(err, seal.ErrUnopenable) {
 		t.Fatalf("the old key's text opened once the old key was removed: %v", err)
 	}
 }
