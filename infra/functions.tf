@@ -61,11 +61,13 @@ locals {
     ORCA_PUSH_TASKS_AUDIENCE        = local.deliver_url
   }
 
-  # Env var name => Secret Manager secret id. The secrets already exist (imports.tf).
+  # Env var name => Secret Manager secret (key of local.gateway_secret_ids). The APNs secrets already exist
+  # (imports.tf); the payload key ring's needs its first version before the functions mount it (README).
   gateway_secret_env = {
     ORCA_PUSH_APNS_KEY      = "apns-key"
     ORCA_PUSH_APNS_KEY_ID   = "apns-key-id"
     ORCA_PUSH_APPLE_TEAM_ID = "apple-team-id"
+    ORCA_PUSH_PAYLOAD_KEYS  = "payload-keys"
   }
 }
 

@@ -298,7 +298,7 @@ func TestEveryGatewayEnvVarIsSet(t *testing.T) {
 			t.Errorf("local.gateway_env lacks %s", k)
 		}
 	}
-	for _, k := range []string{"ORCA_PUSH_APNS_KEY", "ORCA_PUSH_APNS_KEY_ID", "ORCA_PUSH_APPLE_TEAM_ID"} {
+	for _, k := range []string{"ORCA_PUSH_APNS_KEY", "ORCA_PUSH_APNS_KEY_ID", "ORCA_PUSH_APPLE_TEAM_ID", "ORCA_PUSH_PAYLOAD_KEYS"} {
 		if _, ok := secrets[k]; !ok {
 			t.Errorf("local.gateway_secret_env lacks %s", k)
 		}

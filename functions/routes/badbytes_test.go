@@ -2,13 +2,13 @@ package routes_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
@@ -95,8 +95,8 @@ func TestUnusualStringsAreStored(t *testing.T) {
 			if err != nil || len(batches) != 1 || batches[0].State != store.BatchPending {
 				t.Fatalf("RegistrationBatches = %+v, %v; want one pending", batches, err)
 			}
-			var members []contract.Notification
-			if err := json.Unmarshal([]byte(batches[0].Payload), &members); err != nil {
+			members, err := delivery.OpenMembers(g.svc.Config.PayloadKeys, batches[0])
+			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff([]contract.Notification{n}, members); diff != "" {

@@ -20,6 +20,7 @@ import (
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/hostclient"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/service"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
@@ -57,6 +58,7 @@ func mustGatewayOn(t testing.TB, opts store.Options) *gateway {
 		t.Fatal(err)
 	}
 	cfg.DatabaseURL, cfg.DataDir, cfg.PoolMax = opts.DatabaseURL, opts.DataDir, opts.PoolMax
+	cfg.PayloadKeys = sealtest.Ring(t)
 	st, err := service.OpenStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"onorca.dev/push/shared/hostclient"
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/push/pushtest"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/service"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
@@ -94,7 +95,7 @@ func mustBenchService(b *testing.B, s *store.Store, window time.Duration, hosts,
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.Coalesce = window
+	cfg.Coalesce, cfg.PayloadKeys = window, sealtest.Ring(b)
 	svc, err := service.New(service.Options{Config: cfg, Clock: clk,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Store: s, Rand: rand.Reader,
 		Scheduler: delivery.NopScheduler{}, APNS: delivery.Unconfigured("apns_not_configured"),

@@ -25,6 +25,7 @@ import (
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/hostclient"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/service"
 	"onorca.dev/push/shared/store"
 )
@@ -68,6 +69,7 @@ func mustGateway(t testing.TB, s *store.Store) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.PayloadKeys = sealtest.Ring(t)
 	g.svc, err = service.New(service.Options{
 		Config: cfg, Clock: g.clock, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Store: s, Rand: rand.Reader, Scheduler: g.sched,

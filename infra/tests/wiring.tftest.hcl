@@ -87,8 +87,9 @@ run "wiring" {
         ORCA_PUSH_APNS_KEY      = "orca-cloud-push-apns-key"
         ORCA_PUSH_APNS_KEY_ID   = "orca-cloud-push-apns-key-id"
         ORCA_PUSH_APPLE_TEAM_ID = "orca-cloud-push-apple-team-id"
+        ORCA_PUSH_PAYLOAD_KEYS  = "orca-cloud-push-payload-keys"
     }])
-    error_message = "every function must mount the three APNs secrets as env"
+    error_message = "every function must mount the three APNs secrets and the payload key ring as env"
   }
 
   assert {

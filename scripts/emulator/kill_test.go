@@ -30,7 +30,9 @@ func processInbox(t testing.TB, origin string) []standin.Delivery {
 // Cloud Tasks (here the new process's emulator) runs it.
 func TestKilledMidDelivery(t *testing.T) {
 	pg := storetest.Postgres(t)
-	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1"}
+	// The same data directory too: it keeps the payload key.
+	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1",
+		"ORCA_PUSH_DATA_DIR=" + t.TempDir()}
 	p1 := startEmulator(t, env...)
 	ctx := context.Background()
 	kp, _ := hostclient.GenerateKeypair(rand.Reader)
@@ -90,7 +92,7 @@ func TestKilledMidDelivery(t *testing.T) {
 func TestKilledMidInlineDelivery(t *testing.T) {
 	pg := storetest.Postgres(t)
 	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1",
-		"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1"}
+		"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1", "ORCA_PUSH_DATA_DIR=" + t.TempDir()}
 	p1 := startEmulator(t, env...)
 	ctx := context.Background()
 	kp, _ := hostclient.GenerateKeypair(rand.Reader)

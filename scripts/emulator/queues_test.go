@@ -106,7 +106,10 @@ func TestQueuesThroughTheProcess(t *testing.T) {
 // delivered once.
 func TestQueueCountChangeLosesNothing(t *testing.T) {
 	pg := storetest.Postgres(t)
-	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1"}
+	// One data directory for both processes: it holds the payload key
+	// that sealed the waiting alerts.
+	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1",
+		"ORCA_PUSH_DATA_DIR=" + t.TempDir()}
 	p1 := startEmulatorWith(t, emulatortest.FreePort("-queues", "1"), env...)
 	e := newLiveEmulator(t, p1)
 	var regs []string

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,6 +26,7 @@ import (
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/seal"
 	"onorca.dev/push/shared/store"
 )
 
@@ -335,11 +337,20 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 	}); err != nil {
 		return err
 	}
+	// A key of this run's: what it seals is measured, never read again.
+	entry, err := seal.NewEntry(rand.Reader, "pgcount")
+	if err != nil {
+		return err
+	}
+	keys, err := seal.ParseRing(entry)
+	if err != nil {
+		return err
+	}
 	counters := obs.NewCounters(nil)
 	var sched delivery.Scheduler = delivery.NopScheduler{}
 	if deliver {
 		d, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
-			Scheduler: delivery.NopScheduler{}, APNS: accepting{}, FCM: accepting{}})
+			Scheduler: delivery.NopScheduler{}, APNS: accepting{}, FCM: accepting{}, Keys: keys})
 		if err != nil {
 			return err
 		}
@@ -347,7 +358,7 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 			return err
 		}
 	}
-	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: counters, Scheduler: sched})
+	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: counters, Scheduler: sched, Keys: keys})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/seal"
 )
 
 // Config is the gateway's configuration.
@@ -65,6 +66,27 @@ type Config struct {
 	DeliverInline bool
 	// ManualClock is ORCA_PUSH_MANUAL_CLOCK=1 (emulator only).
 	ManualClock bool
+	// PayloadKeys is ORCA_PUSH_PAYLOAD_KEYS, the key ring that seals the
+	// notification text batches store ("id:key,id:key", the current key
+	// first: seal.ParseRing). Nil when unset: a deployed function then
+	// refuses to start ([Config.CheckDeployed]); the emulator keeps a key
+	// of its own in DataDir.
+	PayloadKeys *seal.Ring
+}
+
+// ErrNoPayloadKeys is [Config.CheckDeployed]'s error when
+// ORCA_PUSH_PAYLOAD_KEYS is unset.
+var ErrNoPayloadKeys = &VarError{"ORCA_PUSH_PAYLOAD_KEYS", "is required in a deployed function: it seals the notification text the database keeps"}
+
+// CheckDeployed returns what a deployed function needs beyond what Load
+// checks: the payload key ring (ErrNoPayloadKeys). A deployed function
+// refuses to start without it rather than keep notification text in the
+// clear.
+func (c Config) CheckDeployed() error {
+	if c.PayloadKeys == nil {
+		return fmt.Errorf("config: %w", ErrNoPayloadKeys)
+	}
+	return nil
 }
 
 // FCMMessage is the form of the FCM messages the gateway sends
@@ -189,6 +211,14 @@ func Load(getenv func(string) string) (Config, error) {
 		c.DeliverInline = true
 	default:
 		errs = append(errs, &VarError{"ORCA_PUSH_DELIVER_INLINE", "must be 0 or 1"})
+	}
+	if s := get("ORCA_PUSH_PAYLOAD_KEYS"); s != "" {
+		ring, err := seal.ParseRing(s)
+		if err != nil {
+			errs = append(errs, &VarError{"ORCA_PUSH_PAYLOAD_KEYS", "must be id:key entries separated by commas, " +
+				"ids unique and each key 32 bytes in standard base64: " + err.Error()})
+		}
+		c.PayloadKeys = ring
 	}
 	if c.CloudSQLInstance != "" && c.DatabaseURL == "" {
 		errs = append(errs, &VarError{"ORCA_PUSH_CLOUDSQL_INSTANCE", "needs ORCA_PUSH_DATABASE_URL (user and database name)"})

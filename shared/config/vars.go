@@ -42,6 +42,8 @@ func Vars() []Var {
 		{"ORCA_PUSH_TASKS_SERVICE_ACCOUNT", "unset", "identity Cloud Tasks uses to call deliver"},
 		{"ORCA_PUSH_TASKS_AUDIENCE", "ORCA_PUSH_DELIVER_URL", "OIDC audience of those calls"},
 		{"ORCA_PUSH_MANUAL_CLOCK", "unset", "1: the emulator's manual clock"},
+		{"ORCA_PUSH_PAYLOAD_KEYS", "unset: required when deployed; the emulator's own key in ORCA_PUSH_DATA_DIR",
+			"key ring sealing stored notification text: id:base64key entries separated by commas, the current key first"},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/seal"
 	"onorca.dev/push/shared/store"
 )
 
@@ -33,6 +34,9 @@ type Options struct {
 	// Coalesce is the window an alert batch stays open from its first
 	// alert (ORCA_PUSH_COALESCE_MS), 0..contract.MaxCoalesce.
 	Coalesce time.Duration
+	// Keys seals what batches store (ORCA_PUSH_PAYLOAD_KEYS); the
+	// Deliverer opens it with the same ring.
+	Keys *seal.Ring
 }
 
 // Admission accepts sends: POST /v1/send after decoding and authentication.
@@ -43,19 +47,20 @@ type Admission struct {
 	counters  *obs.Counters
 	scheduler Scheduler
 	coalesce  int64 // milliseconds
+	payloads  payloads
 }
 
 // NewAdmission returns an Admission; it returns ErrBadOptions when a
 // dependency is missing or Coalesce is out of range.
 func NewAdmission(o Options) (*Admission, error) {
-	if o.Store == nil || o.Clock == nil || o.Counters == nil || o.Scheduler == nil {
-		return nil, fmt.Errorf("%w: Store, Clock, Counters and Scheduler are required", ErrBadOptions)
+	if o.Store == nil || o.Clock == nil || o.Counters == nil || o.Scheduler == nil || o.Keys == nil {
+		return nil, fmt.Errorf("%w: Store, Clock, Counters, Scheduler and Keys are required", ErrBadOptions)
 	}
 	if o.Coalesce < 0 || o.Coalesce > contract.MaxCoalesce {
 		return nil, fmt.Errorf("%w: Coalesce out of range", ErrBadOptions)
 	}
 	return &Admission{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler,
-		coalesce: o.Coalesce.Milliseconds()}, nil
+		coalesce: o.Coalesce.Milliseconds(), payloads: payloads{o.Keys}}, nil
 }
 
 // due is a batch of a registration to hand to the scheduler, due at epoch

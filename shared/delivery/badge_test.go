@@ -16,6 +16,7 @@ import (
 	"onorca.dev/push/shared/providers/apns"
 	"onorca.dev/push/shared/providers/fcm"
 	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store/storetest"
 )
 
@@ -50,7 +51,7 @@ func TestDeliverRoundTripsWithBadge(t *testing.T) {
 	clk := clock.NewManual(start)
 	e := mustEnvOn(t, s, clk)
 	prov := &scriptedProvider{}
-	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk,
+	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: s, Clock: clk,
 		Counters:  obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil))),
 		Scheduler: delivery.NopScheduler{}, APNS: prov, FCM: prov})
 	if err != nil {
@@ -114,7 +115,7 @@ func TestBadgeNeverPushesPastTheLimit(t *testing.T) {
 			clk := clock.NewManual(start)
 			e := mustEnvOn(t, storetest.Open(t, d), clk)
 			prov := &scriptedProvider{}
-			dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: e.store, Clock: clk,
+			dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: e.store, Clock: clk,
 				Counters:  obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil))),
 				Scheduler: delivery.NopScheduler{}, APNS: prov, FCM: prov})
 			if err != nil {

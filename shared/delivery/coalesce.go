@@ -2,11 +2,13 @@ package delivery
 
 import (
 	"context"
+	"errors"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/providers/apns"
 	"onorca.dev/push/shared/providers/fcm"
 	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/seal"
 	"onorca.dev/push/shared/store"
 )
 
@@ -31,7 +33,7 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 		open, window = store.OpenBatch{}, 0
 	}
 	if open.ID != "" {
-		payload, members, ok, err := join(ev, open, deadline)
+		payload, members, ok, err := a.join(ev, r.RegistrationID, open, deadline)
 		if err != nil {
 			return err
 		}
@@ -49,7 +51,7 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 	dueAt := dueTime(now, window, deadline)
 	out.open(store.NewBatch{
 		ID: r.BatchID, Host: ev.host, RegistrationID: r.RegistrationID, Kind: contract.KindAlert,
-		Payload: singlePayload(ev.item), Members: 1,
+		Payload: a.payloads.single(r.BatchID, r.RegistrationID, ev), Members: 1,
 		DueAt: dueAt, ExpiresAt: deadline,
 	})
 	return nil
@@ -64,20 +66,24 @@ func dueTime(now, window, deadline int64) int64 {
 	return max(now, min(now+window, deadline-contract.DispatchMargin.Milliseconds()))
 }
 
-// join decides whether ev may join the open batch and returns the joined
-// payload and member count if so. The joined batch must still summarise
+// join decides whether ev may join the open batch of registration reg and
+// returns the joined payload and member count if so. A batch whose members
+// open under no key is not joined: it becomes due and expires at its claim. The joined batch must still summarise
 // (2..32 members, every one with a notificationId, no dismissal), its
 // deadline must stay at least contract.DispatchMargin after its due time (a
 // short-lived alert never shortens the life of the alerts already waiting),
 // and its provider payloads must fit contract.MaxProviderPayload as the
 // providers will build them (reference-behaviour §5.2, measured rather than
 // estimated).
-func join(ev *event, open store.OpenBatch, deadline int64) (string, int, bool, error) {
+func (a *Admission) join(ev *event, reg string, open store.OpenBatch, deadline int64) (string, int, bool, error) {
 	if ev.n.NotificationID == "" || open.Members+1 > contract.MaxBatchMembers ||
 		min(open.ExpiresAt, deadline) < open.DueAt+contract.DispatchMargin.Milliseconds() {
 		return "", 0, false, nil
 	}
-	members, err := decodeMembers(open.ID, open.Payload)
+	members, err := a.payloads.decode(open.ID, reg, open.Payload)
+	if errors.Is(err, seal.ErrUnopenable) {
+		return "", 0, false, nil
+	}
 	if err != nil {
 		return "", 0, false, err
 	}
@@ -85,7 +91,7 @@ func join(ev *event, open store.OpenBatch, deadline int64) (string, int, bool, e
 	if !push.CanSummarize(members) || !fits(ev.host, members, min(open.ExpiresAt, deadline)) {
 		return "", 0, false, nil
 	}
-	return appendPayload(open.Payload, ev.item), len(members), true, nil
+	return a.payloads.join(open.Payload, open.ID, reg, ev), len(members), true, nil
 }
 
 // fitsMessage reports whether m fits contract.MaxProviderPayload as the APNs

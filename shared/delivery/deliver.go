@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/seal"
 	"onorca.dev/push/shared/store"
 )
 
@@ -28,6 +30,9 @@ type DelivererOptions struct {
 	Scheduler Scheduler
 	APNS      Provider
 	FCM       Provider
+	// Keys opens what batches store (ORCA_PUSH_PAYLOAD_KEYS), the ring
+	// admission sealed it with, and seals the members a claim keeps.
+	Keys *seal.Ring
 }
 
 // Deliverer delivers one batch per call: the work of the deliver function,
@@ -38,6 +43,7 @@ type Deliverer struct {
 	counters  *obs.Counters
 	scheduler Scheduler
 	apns, fcm Provider
+	payloads  payloads
 	// halted ends when Halt is called; halt calls it.
 	halted context.Context
 	halt   context.CancelFunc
@@ -52,10 +58,11 @@ const recordTimeout = 5 * time.Second
 // NewDeliverer returns a Deliverer, or ErrBadOptions when a dependency is
 // missing.
 func NewDeliverer(o DelivererOptions) (*Deliverer, error) {
-	if o.Store == nil || o.Clock == nil || o.Counters == nil || o.Scheduler == nil || o.APNS == nil || o.FCM == nil {
-		return nil, fmt.Errorf("%w: Store, Clock, Counters, Scheduler, APNS and FCM are required", ErrBadOptions)
+	if o.Store == nil || o.Clock == nil || o.Counters == nil || o.Scheduler == nil || o.APNS == nil || o.FCM == nil || o.Keys == nil {
+		return nil, fmt.Errorf("%w: Store, Clock, Counters, Scheduler, APNS, FCM and Keys are required", ErrBadOptions)
 	}
-	d := &Deliverer{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler, apns: o.APNS, fcm: o.FCM}
+	d := &Deliverer{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler, apns: o.APNS, fcm: o.FCM,
+		payloads: payloads{o.Keys}}
 	d.halted, d.halt = context.WithCancel(context.Background())
 	return d, nil
 }
@@ -72,6 +79,12 @@ func (d *Deliverer) Halt() { d.halt() }
 // call when its registration was marked dead (reference-behaviour §6). One
 // whose registration was deleted ends dropped instead, as its receipts say.
 const registrationUnavailable = "registration_unavailable"
+
+// payloadKeyUnknown is the reason a batch ends expired without a provider
+// call when a member opens under no key of the ring (its key was removed
+// before its lifetime had passed, or its bytes changed): it can never be
+// delivered, so it is not retried.
+const payloadKeyUnknown = "payload_key_unknown"
 
 // claimed is a batch this call holds the lease of.
 type claimed struct {
@@ -230,7 +243,12 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 	}
 	b := cl.Batch
 	c := &claimed{batch: b, token: token, attempts: cl.Attempts, device: cl.Device}
-	if c.members, err = decodeMembers(b.ID, b.Payload); err != nil {
+	if c.members, err = d.payloads.decode(b.ID, b.RegistrationID, b.Payload); err != nil {
+		if errors.Is(err, seal.ErrUnopenable) {
+			d.counters.Inc(obs.DeliveryExpired)
+			d.counters.Inc(obs.PayloadUnopenable)
+			return nil, d.finish(ctx, c, store.BatchExpired, payloadKeyUnknown)
+		}
 		return nil, err
 	}
 	kept, gone := withoutFenced(b.Host, c.members, cl.Fences)
@@ -238,7 +256,7 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 	case len(kept) == 0:
 		return nil, d.finish(ctx, c, store.BatchDismissed, "")
 	case len(gone) > 0:
-		payload := string(contract.AppendNotifications(nil, kept))
+		payload := d.payloads.encode(b.ID, b.RegistrationID, kept)
 		if err := d.store.SetLeasedMembers(ctx, b.ID, token, b.RegistrationID, payload, len(kept), gone, now); err != nil {
 			return nil, fmt.Errorf("claim: %w", err)
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
@@ -17,6 +19,7 @@ import (
 	"onorca.dev/push/shared/providers/standin"
 	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/push/pushtest"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -55,19 +58,18 @@ func BenchmarkDeliver(b *testing.B) {
 	token := strings.Repeat("ab", 32)
 	n := contract.Notification{NotificationID: "n", Seq: 1, Epoch: "e", Source: contract.SourcePlugin,
 		AgentState: contract.AgentFinished, Title: "Build finished", Body: "All green"}
-	payload := string(n.AppendJSON(nil, true))
 
 	for _, d := range storetest.Dialects(b) {
 		b.Run(d.Name, func(b *testing.B) {
 			s := storetest.Open(b, d)
 			ctx := context.Background()
 			counters := obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil)))
-			dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
+			dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(b), Store: s, Clock: clk, Counters: counters,
 				Scheduler: delivery.NopScheduler{}, APNS: client, FCM: delivery.Unconfigured("fcm")})
 			if err != nil {
 				b.Fatal(err)
 			}
-			queue := pendingBatches(b, s, token, payload, clk.Now().UnixMilli())
+			queue := pendingBatches(b, s, token, n, clk.Now().UnixMilli())
 			b.ResetTimer()
 			b.SetParallelism((deliverWorkers + 1) / 2)
 			done := reportCPU(b)
@@ -107,7 +109,7 @@ func BenchmarkDeliver(b *testing.B) {
 		send bool
 	}{{"two-write", false}, {"two-write+send", true}} {
 		for _, d := range storetest.Dialects(b) {
-			b.Run(d.Name+"/"+c.name, func(b *testing.B) { benchTwoWrites(b, d, token, payload, c.send, client, target, m) })
+			b.Run(d.Name+"/"+c.name, func(b *testing.B) { benchTwoWrites(b, d, token, n, c.send, client, target, m) })
 		}
 	}
 	b.Run("bare", func(b *testing.B) {
@@ -126,7 +128,7 @@ func BenchmarkDeliver(b *testing.B) {
 // benchTwoWrites is BenchmarkDeliver's floor: per batch, the claim and the
 // outcome as two single-row UPDATEs committed on their own, and with send
 // the provider call between them.
-func benchTwoWrites(b *testing.B, d storetest.Dialect, token, payload string, send bool, client *apns.Client,
+func benchTwoWrites(b *testing.B, d storetest.Dialect, token string, n contract.Notification, send bool, client *apns.Client,
 	target push.Target, m push.Message) {
 	opts := d.Options(b)
 	s, err := store.Open(context.Background(), opts)
@@ -143,7 +145,7 @@ func benchTwoWrites(b *testing.B, d storetest.Dialect, token, payload string, se
 		db.SetMaxIdleConns(opts.PoolMax)
 	}
 	now := clock.Real{}.Now().UnixMilli()
-	queue := pendingBatches(b, s, token, payload, now)
+	queue := pendingBatches(b, s, token, n, now)
 	ctx := context.Background()
 	b.ResetTimer()
 	b.SetParallelism((deliverWorkers + 1) / 2)
@@ -184,12 +186,13 @@ func reportCPU(b *testing.B) func() {
 	}
 }
 
-// pendingBatches stores b.N due alert batches of payload and returns their
+// pendingBatches stores b.N due alert batches of n, sealed as admission
+// seals them, and returns their
 // ids in a queue, each batch of its own registration and host (round-robin
 // past maxBenchRegistrations), as in steady traffic: neither the
 // one-in-flight rule nor the host lock holds a worker back, and a claim
 // finds no other pending batch of its registration.
-func pendingBatches(b *testing.B, s *store.Store, token, payload string, now int64) chan string {
+func pendingBatches(b *testing.B, s *store.Store, token string, n contract.Notification, now int64) chan string {
 	b.Helper()
 	ctx := context.Background()
 	regs := make([]string, min(b.N, maxBenchRegistrations))
@@ -206,11 +209,10 @@ func pendingBatches(b *testing.B, s *store.Store, token, payload string, now int
 	for i := range b.N {
 		r := i % len(regs)
 		host := fmt.Sprintf("host%d", r)
-		var id string
+		id := uuid.NewString()
 		err := s.HostTx(ctx, host, func(tx *store.Tx) error {
-			var err error
-			id, err = tx.InsertBatch(ctx, store.NewBatch{Host: host, RegistrationID: regs[r],
-				Kind: contract.KindAlert, Payload: "[" + payload + "]", Members: 1, DueAt: now,
+			_, err := tx.InsertBatch(ctx, store.NewBatch{ID: id, Host: host, RegistrationID: regs[r],
+				Kind: contract.KindAlert, Payload: delivery.SealedPayload(sealtest.Ring(b), id, regs[r], n), Members: 1, DueAt: now,
 				ExpiresAt: now + time.Hour.Milliseconds()}, now)
 			return err
 		})

@@ -14,6 +14,7 @@ import (
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store"
 )
 
@@ -33,7 +34,7 @@ func TestDeliverRoundTrips(t *testing.T) {
 	clk := clock.NewManual(start)
 	e := mustEnvOn(t, s, clk)
 	counters := obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
+	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: s, Clock: clk, Counters: counters,
 		Scheduler: delivery.NopScheduler{}, APNS: sentProvider{}, FCM: sentProvider{}})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestConnectionLostMidDelivery(t *testing.T) {
 	clk := clock.NewManual(start)
 	e := mustEnvOn(t, s, clk)
 	prov := &countingProvider{}
-	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk,
+	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: s, Clock: clk,
 		Counters:  obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil))),
 		Scheduler: delivery.NopScheduler{}, APNS: prov, FCM: prov})
 	if err != nil {

@@ -2,8 +2,10 @@ package delivery
 
 import (
 	"context"
+	"errors"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/seal"
 	"onorca.dev/push/shared/store"
 )
 
@@ -14,12 +16,12 @@ import (
 // coalesce.
 func (a *Admission) dismiss(ctx context.Context, tx *store.Tx, ev *event, r store.Recipient,
 	batches []store.BatchPayload, fence, deadline, now int64, out *outcome) error {
-	if err := cancelAlerts(ctx, tx, ev, r.RegistrationID, batches, fence, now); err != nil {
+	if err := a.cancelAlerts(ctx, tx, ev, r.RegistrationID, batches, fence, now); err != nil {
 		return err
 	}
 	out.open(store.NewBatch{
 		ID: r.BatchID, Host: ev.host, RegistrationID: r.RegistrationID, Kind: contract.KindDismiss,
-		Payload: singlePayload(ev.item), Members: 1,
+		Payload: a.payloads.single(r.BatchID, r.RegistrationID, ev), Members: 1,
 		DueAt: now, ExpiresAt: deadline,
 	})
 	return nil
@@ -28,10 +30,14 @@ func (a *Admission) dismiss(ctx context.Context, tx *store.Tx, ev *event, r stor
 // cancelAlerts removes from batches, registration reg's, every alert of the
 // same epoch and notificationId whose sequence is at or below fence. A batch
 // left empty is dismissed, and its members' receipts with it; the alerts
-// taken out of a batch that goes on are dismissed recipients.
-func cancelAlerts(ctx context.Context, tx *store.Tx, ev *event, reg string, batches []store.BatchPayload, fence, now int64) error {
+// taken out of a batch that goes on are dismissed recipients. A batch whose
+// members open under no key is left as it is: it expires at its claim.
+func (a *Admission) cancelAlerts(ctx context.Context, tx *store.Tx, ev *event, reg string, batches []store.BatchPayload, fence, now int64) error {
 	for _, b := range batches {
-		members, err := decodeMembers(b.ID, b.Payload)
+		members, err := a.payloads.decode(b.ID, reg, b.Payload)
+		if errors.Is(err, seal.ErrUnopenable) {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -51,7 +57,7 @@ func cancelAlerts(ctx context.Context, tx *store.Tx, ev *event, reg string, batc
 		case len(keep) == 0:
 			err = tx.DismissBatch(ctx, b.ID, now)
 		default:
-			err = tx.SetBatchMembers(ctx, b.ID, string(contract.AppendNotifications(nil, keep)), len(keep))
+			err = tx.SetBatchMembers(ctx, b.ID, a.payloads.encode(b.ID, reg, keep), len(keep))
 			if err == nil {
 				err = tx.DismissRecipients(ctx, reg, gone, now)
 			}

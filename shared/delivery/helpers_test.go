@@ -2,7 +2,6 @@ package delivery_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/obs"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -91,7 +91,7 @@ func mustEnvOn(t testing.TB, s *store.Store, clk *clock.Manual) *env {
 	e := &env{store: s, clock: clk, sched: &recorder{},
 		counters: obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil)))}
 	var err error
-	e.adm, err = delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: e.counters,
+	e.adm, err = delivery.NewAdmission(delivery.Options{Keys: sealtest.Ring(t), Store: s, Clock: clk, Counters: e.counters,
 		Scheduler: e.sched, Coalesce: contract.DefaultCoalesce})
 	if err != nil {
 		t.Fatal(err)
@@ -184,11 +184,12 @@ func (e *env) batch(t testing.TB, id string) store.Batch {
 	return b
 }
 
-// members returns a batch's notifications.
+// members returns a batch's notifications, opened as the Deliverer opens
+// them.
 func (e *env) members(t testing.TB, id string) []contract.Notification {
 	t.Helper()
-	var out []contract.Notification
-	if err := json.Unmarshal([]byte(e.batch(t, id).Payload), &out); err != nil {
+	out, err := delivery.OpenMembers(sealtest.Ring(t), e.batch(t, id))
+	if err != nil {
 		t.Fatalf("batch %s payload: %v", id, err)
 	}
 	return out

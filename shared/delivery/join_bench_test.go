@@ -8,6 +8,7 @@ import (
 	"onorca.dev/push/shared/providers/apns"
 	"onorca.dev/push/shared/providers/fcm"
 	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store"
 )
 
@@ -21,28 +22,35 @@ func benchAlert(seq int64) contract.Notification {
 	}
 }
 
-// openBatchOf returns an open batch holding n typical alerts.
-func openBatchOf(n int) store.OpenBatch {
+// openBatchOf returns an open batch of registration "r" holding n typical
+// alerts, sealed by p.
+func openBatchOf(p payloads, n int) store.OpenBatch {
 	ns := make([]contract.Notification, n)
 	for i := range ns {
 		ns[i] = benchAlert(int64(i))
 	}
-	return store.OpenBatch{ID: "b", Payload: string(contract.AppendNotifications(nil, ns)), Members: n,
+	return store.OpenBatch{ID: "b", Payload: p.encode("b", "r", ns), Members: n,
 		DueAt: 10, ExpiresAt: 1000}
+}
+
+// benchAdmission is an Admission that can only decide joins.
+func benchAdmission(b *testing.B) *Admission {
+	return &Admission{payloads: payloads{sealtest.Ring(b)}}
 }
 
 // BenchmarkJoin measures the join decision (decoding the open batch, then
 // building both provider payloads) when the 2nd, 16th and 27th typical alert
 // arrives; 27 is the most such alerts (with a UUID epoch) that fit.
 func BenchmarkJoin(b *testing.B) {
+	adm := benchAdmission(b)
 	for _, n := range []int{1, 15, 26} {
-		open := openBatchOf(n)
+		open := openBatchOf(adm.payloads, n)
 		a := benchAlert(99)
 		ev := newEvent("AbCdEfGhIjKlMnOp", &a, 0)
 		b.Run(fmt.Sprintf("members=%d", n+1), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, ok, err := join(ev, open, 1000); !ok || err != nil {
+				if _, _, ok, err := adm.join(ev, "r", open, 1000); !ok || err != nil {
 					b.Fatal(ok, err)
 				}
 			}
@@ -52,8 +60,9 @@ func BenchmarkJoin(b *testing.B) {
 
 // BenchmarkJoinParts splits the join decision for 27 members.
 func BenchmarkJoinParts(b *testing.B) {
-	open := openBatchOf(27)
-	members, err := decodeMembers(open.ID, open.Payload)
+	p := benchAdmission(b).payloads
+	open := openBatchOf(p, 27)
+	members, err := p.decode(open.ID, "r", open.Payload)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,16 +71,16 @@ func BenchmarkJoinParts(b *testing.B) {
 		name string
 		fn   func()
 	}{
-		{"decode", func() { decodeMembers(open.ID, open.Payload) }},
+		{"decode", func() { p.decode(open.ID, "r", open.Payload) }},
 		{"build", func() { push.Build("AbCdEfGhIjKlMnOp", members, 1000) }},
 		{"apns", func() { apns.Body(m) }},
 		{"fcm", func() { fcm.Size(m) }},
 	}
-	for _, p := range parts {
-		b.Run(p.name, func(b *testing.B) {
+	for _, part := range parts {
+		b.Run(part.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				p.fn()
+				part.fn()
 			}
 		})
 	}

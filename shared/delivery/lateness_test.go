@@ -12,6 +12,7 @@ import (
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store/storetest"
 )
 
@@ -20,7 +21,7 @@ import (
 func countedEnv(t *testing.T, d storetest.Dialect) *deliverEnv {
 	t.Helper()
 	e := mustDeliverEnv(t, d)
-	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: e.store, Clock: e.clock,
+	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: e.store, Clock: e.clock,
 		Counters: e.counters, Scheduler: e.sched, APNS: e.prov, FCM: e.prov})
 	if err != nil {
 		t.Fatal(err)

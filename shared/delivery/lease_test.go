@@ -15,6 +15,7 @@ import (
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -43,7 +44,7 @@ func mustDeliverEnv(t *testing.T, d storetest.Dialect) *deliverEnv {
 	prov := &stepProvider{step: func(context.Context, push.Target, push.Message) push.Outcome {
 		return push.Outcome{Kind: push.Sent}
 	}}
-	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: e.store, Clock: e.clock,
+	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: e.store, Clock: e.clock,
 		Counters:  obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil))),
 		Scheduler: e.sched, APNS: prov, FCM: prov})
 	if err != nil {

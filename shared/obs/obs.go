@@ -84,6 +84,10 @@ const (
 	// by the instance's global bucket, which floods from many addresses
 	// reach when the per-IP one does not (issue 26 §2).
 	InstanceRateLimited = "instance_rate_limited"
+	// PayloadUnopenable counts the batches that ended expired, reason
+	// payload_key_unknown, because a member opened under no key of the
+	// ring (ORCA_PUSH_PAYLOAD_KEYS lost the key that sealed it).
+	PayloadUnopenable = "payload_unopenable"
 )
 
 // DeliveryLate returns the counter of a provider call made late after its

@@ -53,6 +53,9 @@ func (p *process) handler(name string, build func(*Service) http.Handler) (http.
 	if p.svc == nil {
 		log := obs.NewLogger(os.Stdout)
 		cfg, err := config.Load(os.Getenv)
+		if err == nil {
+			err = cfg.CheckDeployed()
+		}
 		if err != nil {
 			log.Log(context.Background(), obs.LevelCritical, "orca_push_config_invalid", slog.String("detail", err.Error()))
 			p.err = err
