@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -24,21 +23,6 @@ type delivery struct {
 // arrival order. found is false when the gateway has no inbox, as a
 // deployed one has not.
 func (t *target) inbox(ctx context.Context) (ds []delivery, found bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.gateway+"/_emulator/inbox", nil)
-	if err != nil {
-		return nil, false, err
-	}
-	resp, err := t.plain.Do(req)
-	if err != nil {
-		return nil, false, fmt.Errorf("read inbox: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return nil, false, nil
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, false, fmt.Errorf("read inbox: answered %d", resp.StatusCode)
-	}
 	var in struct {
 		Deliveries []struct {
 			Status     int    `json:"status"`
@@ -61,8 +45,8 @@ func (t *target) inbox(ctx context.Context) (ds []delivery, found bool, err erro
 			} `json:"body"`
 		} `json:"deliveries"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&in); err != nil {
-		return nil, false, fmt.Errorf("read inbox: %w", err)
+	if found, err := t.getJSON(ctx, "/_emulator/inbox", &in); err != nil || !found {
+		return nil, false, err
 	}
 	ds = make([]delivery, len(in.Deliveries))
 	for i, d := range in.Deliveries {

@@ -69,9 +69,17 @@ type claim struct {
 //
 // With a per-queue limit of attempts in flight, a task whose queue is full
 // waits too, until one of the queue's attempts ends.
+//
+// One pass sets aside at most maxHeld waiting tasks, so that a backlog of
+// thousands in a throttled queue is not popped and pushed back every few
+// milliseconds. The price: another queue's due tasks behind more than
+// maxHeld waiting ones wait for that backlog to thin, where real queues are
+// independent. Tasks of queues that share the load by a hash are
+// interleaved in due order, so this takes a backlog of one queue alone.
 func (e *Emulator) claimDueLocked(now time.Time, limit int) (cs []claim, throttled, full bool) {
 	var held []*task
-	for len(cs) < limit && len(e.pending) > 0 && !e.closed && !e.paused && !e.pending[0].due.After(now) {
+	for len(cs) < limit && len(held) < maxHeld && len(e.pending) > 0 && !e.closed && !e.paused &&
+		!e.pending[0].due.After(now) {
 		t := heap.Pop(&e.pending).(*task)
 		q := queueOf(t.pb.GetName())
 		if e.maxConc > 0 && e.inflight[q] >= e.maxConc {
@@ -91,6 +99,9 @@ func (e *Emulator) claimDueLocked(now time.Time, limit int) (cs []claim, throttl
 	}
 	return cs, throttled, full
 }
+
+// maxHeld bounds the waiting tasks one claim pass sets aside.
+const maxHeld = 256
 
 // allowLocked takes a dispatch token of queue at now; it always succeeds
 // without a rate.
