@@ -25,7 +25,7 @@ func TestScan(t *testing.T) {
 	_, key, _ := strings.Cut(entry, ":")
 	tests := []struct {
 		name, file, text string
-		found           int
+		found            int
 	}{
 		{"the emulator's committed ring", "scripts/emulator/data/push/payload-keys", entry + "\n", 2},
 		{"a ring in an env file", "deploy/.env", "ORCA_PUSH_PAYLOAD_KEYS=k2:" + key + "," + entry, 2},
