@@ -64,6 +64,13 @@ expect_error() {
 }
 
 scenario rollout 0 -- rollout.sh
+# Readers first: deliver takes the new revision's traffic before send does, so a new stored format (a sealed batch)
+# is never written by a live send while a live deliver cannot read it.
+if (($(grep -n 'update-traffic orca-cloud-push-deliver .*--to-latest' "$tmp/rollout.out" | cut -d: -f1) > \
+  $(grep -n 'update-traffic orca-cloud-push-send .*--to-latest' "$tmp/rollout.out" | cut -d: -f1))); then
+  printf 'FAIL rollout: send shifted before deliver\n'
+  failures=$((failures + 1))
+fi
 scenario rollout-probe-fails 1 \
   'DRY_RUN_PROBE_RESULT={"results":[{"name":"host-challenge","code":200},{"name":"host-session","code":200},{"name":"devices","code":200},{"name":"send","code":503},{"name":"receipts","code":200},{"name":"deliver","code":200},{"name":"sweep","code":200}]}' \
   -- rollout.sh
