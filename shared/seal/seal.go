@@ -182,7 +182,7 @@ func (r *Ring) Seal(dst, plaintext, ad []byte) []byte {
 // ad, XChaCha20-Poly1305 or (sealed before it) AES-256-GCM. It returns
 // ErrKeyNotHeld when the ring holds no key of sealed's id, and ErrUnopenable
 // when that key does not open it. It opens in dst's spare capacity: with
-// enough of it, it allocates nothing.
+// enough of it, it allocates only the nonce.
 func (r *Ring) Open(dst, sealed, ad []byte) ([]byte, error) {
 	i := bytes.IndexByte(sealed, ':')
 	if i < 0 {
