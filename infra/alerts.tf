@@ -105,9 +105,9 @@ locals {
         sealing with a key not yet everywhere), or their stored bytes do not open under their key.
 
         First steps: workflows/payload-keys.sh status (every function on one revision with the same ring?);
-        payload_key_not_held on the dashboard's counters says instances are meeting keys they lack. If a key was
-        dropped or a seal step applied early, put the previous ring version back in secret_versions and apply.
-        Otherwise suspect the rows themselves (a restore, a manual edit).
+        payload_key_not_held on the counter lines says instances are meeting keys they lack. If a key was dropped
+        or a seal step applied early, pin the previous ring version again in secret_versions and apply. Otherwise
+        suspect the rows themselves (a restore, a manual edit).
       EOT
     }
   }
