@@ -29,7 +29,7 @@ deliver_inline = true
 coalesce_ms = 0
 fcm_message = "data"
 
-# Keys (README.md "Payload keys"): pin the versions of the payload key ring and the digest key each revision mounts,
+# Keys (infra/README.md, "Payload keys"): pin the versions of the payload key ring and the digest key each revision mounts,
 # and name the ring's sealing key during a rotation. Set from the versions that exist in the project, e.g.
 #   secret_versions     = { "payload-keys" = "1", "digest-key" = "1" }
 #   payload_seal_key_id = "k2"
