@@ -41,6 +41,8 @@ type instances struct {
 	db   *sql.DB
 	kp   hostclient.Keypair
 	reg  string // the host's phone
+	// seen holds the batches send has returned.
+	seen map[string]bool
 }
 
 // newInstances makes the shared database, the environment of its
@@ -57,7 +59,7 @@ func newInstances(t *testing.T) *instances {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &instances{db: storetest.SQL(t, opts), kp: kp,
+	return &instances{db: storetest.SQL(t, opts), kp: kp, seen: map[string]bool{},
 		base: []string{"ORCA_PUSH_DATABASE_URL=" + opts.DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1",
 			"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DIGEST_KEY=" + digest}}
 }
@@ -98,11 +100,26 @@ func (s *instances) send(t *testing.T, p *process, seq int64, title string) stri
 	if err != nil || len(res) != 1 || res[0].Status != contract.StatusQueued {
 		t.Fatalf("Send(%s) = %v, %v; want queued", title, res, err)
 	}
-	var id string
-	if err := s.db.QueryRow(`SELECT batch_id FROM push_delivery_batches ORDER BY created_at DESC, batch_id LIMIT 1`).Scan(&id); err != nil {
+	rows, err := s.db.Query(`SELECT batch_id FROM push_delivery_batches`)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return id
+	defer rows.Close()
+	var made []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if !s.seen[id] {
+			made = append(made, id)
+		}
+	}
+	if err := rows.Err(); err != nil || len(made) != 1 {
+		t.Fatalf("Send(%s) made batches %v (%v), want one", title, made, err)
+	}
+	s.seen[made[0]] = true
+	return made[0]
 }
 
 // batch is a batch's state and attempt count as the database holds them.
