@@ -94,6 +94,22 @@ locals {
         (not paused, dispatching)? Is the sweep's Scheduler job running? Then the credentials and failure alerts.
       EOT
     }
+    payload_unopenable = {
+      name     = "Alerts lost: payload key unknown"
+      severity = "ERROR"
+      query    = "${replace(local.counter_increase["payload_unopenable"], "WINDOW", "15m")} > ${var.alert_payload_unopenable}"
+      doc      = <<-EOT
+        More than ${var.alert_payload_unopenable} batches in 15 minutes ended expired with reason payload_key_unknown
+        (payload_unopenable): alerts that were answered queued were never sent. Either no instance that claimed
+        them held the key that sealed them until their deadline (a key dropped from ORCA_PUSH_PAYLOAD_KEYS, or
+        sealing with a key not yet everywhere), or their stored bytes do not open under their key.
+
+        First steps: workflows/payload-keys.sh status (every function on one revision with the same ring?);
+        payload_key_not_held on the counter lines says instances are meeting keys they lack. If a key was dropped
+        or a seal step applied early, pin the previous ring version again in secret_versions and apply. Otherwise
+        suspect the rows themselves (a restore, a manual edit).
+      EOT
+    }
   }
 }
 

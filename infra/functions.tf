@@ -60,14 +60,19 @@ locals {
     ORCA_PUSH_TASKS_SERVICE_ACCOUNT = google_service_account.tasks.email
     ORCA_PUSH_TASKS_AUDIENCE        = local.deliver_url
   }
+  # The payload ring's sealing key when named (a rotation's step 2, infra/README.md "Payload keys"); unset, the
+  # ring's first key seals.
+  gateway_seal_env = var.payload_seal_key_id == "" ? {} : { ORCA_PUSH_PAYLOAD_SEAL_KEY = var.payload_seal_key_id }
 
   # Env var name => Secret Manager secret (key of local.gateway_secret_ids). The APNs secrets already exist
-  # (imports.tf); the payload key ring's needs its first version before the functions mount it (README).
+  # (imports.tf); the payload key ring's and the digest key's need their first version before the functions mount
+  # them (README).
   gateway_secret_env = {
     ORCA_PUSH_APNS_KEY      = "apns-key"
     ORCA_PUSH_APNS_KEY_ID   = "apns-key-id"
     ORCA_PUSH_APPLE_TEAM_ID = "apple-team-id"
     ORCA_PUSH_PAYLOAD_KEYS  = "payload-keys"
+    ORCA_PUSH_DIGEST_KEY    = "digest-key"
   }
 }
 
@@ -106,7 +111,7 @@ resource "google_cloudfunctions2_function" "fn" {
     # The deploy workflow pins traffic and deploys with this false; Terraform must not flip traffic on its own.
     all_traffic_on_latest_revision = false
 
-    environment_variables = local.gateway_env
+    environment_variables = merge(local.gateway_env, local.gateway_seal_env)
 
     dynamic "secret_environment_variables" {
       for_each = local.gateway_secret_env
@@ -114,7 +119,10 @@ resource "google_cloudfunctions2_function" "fn" {
         key        = secret_environment_variables.key
         project_id = var.project_id
         secret     = google_secret_manager_secret.gateway[secret_environment_variables.value].secret_id
-        version    = "latest"
+        # A version pinned per revision: every instance of a revision reads the same ring, whenever it starts, so
+        # a rotation step is live exactly when its revision is (README "Payload keys"). "latest" is read at each
+        # instance's start.
+        version = lookup(var.secret_versions, secret_environment_variables.value, "latest")
       }
     }
   }

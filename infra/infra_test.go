@@ -235,7 +235,7 @@ func TestFunctionResourceRules(t *testing.T) {
 		{"build_config.runtime", `"go126"`},
 		{"build_config.entry_point", "each.value.entry_point"},
 		{"service_config.service_account_email", "local.runtime_sa_email"},
-		{"service_config.environment_variables", "local.gateway_env"},
+		{"service_config.environment_variables", "merge(local.gateway_env, local.gateway_seal_env)"},
 		{"service_config.max_instance_request_concurrency", "var.request_concurrency"},
 	}
 	for _, c := range checks {
@@ -298,7 +298,8 @@ func TestEveryGatewayEnvVarIsSet(t *testing.T) {
 			t.Errorf("local.gateway_env lacks %s", k)
 		}
 	}
-	for _, k := range []string{"ORCA_PUSH_APNS_KEY", "ORCA_PUSH_APNS_KEY_ID", "ORCA_PUSH_APPLE_TEAM_ID", "ORCA_PUSH_PAYLOAD_KEYS"} {
+	for _, k := range []string{"ORCA_PUSH_APNS_KEY", "ORCA_PUSH_APNS_KEY_ID", "ORCA_PUSH_APPLE_TEAM_ID", "ORCA_PUSH_PAYLOAD_KEYS",
+		"ORCA_PUSH_DIGEST_KEY"} {
 		if _, ok := secrets[k]; !ok {
 			t.Errorf("local.gateway_secret_env lacks %s", k)
 		}

@@ -56,7 +56,8 @@ locals {
     apns_credentials_rejected = "APNs calls refused for the gateway's credentials (403 provider token or certificate)."
     fcm_credentials_rejected  = "FCM calls refused for the gateway's credentials (401/403)."
     instance_rate_limited     = "Challenge and session requests refused 429 by the instance's global bucket (a sign-in flood from many addresses)."
-    payload_unopenable        = "Batches expired because no key of ORCA_PUSH_PAYLOAD_KEYS opens them (payload_key_unknown)."
+    payload_unopenable        = "Batches expired with payload_key_unknown: a member failed to open under its key of ORCA_PUSH_PAYLOAD_KEYS, or no instance holding that key claimed it before its deadline."
+    payload_key_not_held      = "Claims that left a batch for another instance: their ring lacks the key that sealed it (a rotation rolling out)."
   }
 
   # The log lines the counters are read from: stdout of this module's functions.

@@ -246,6 +246,16 @@ variable "alert_absence_minutes" {
   }
 }
 
+variable "alert_payload_unopenable" {
+  description = "Alert when more than this many batches in 15 minutes expired with payload_key_unknown (alerts lost to a key). 0: any."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.alert_payload_unopenable >= 0 && floor(var.alert_payload_unopenable) == var.alert_payload_unopenable
+    error_message = "a whole number, at least 0"
+  }
+}
+
 variable "request_logs_kept_ratio" {
   description = "Share of the functions' Cloud Run request logs (run.googleapis.com/requests) kept in the log bucket; the rest are excluded at ingestion. 1 keeps all (no exclusion). At volume they cost about as much as Cloud Tasks per push. Counters are stdout lines and are never excluded."
   type        = number
@@ -253,5 +263,28 @@ variable "request_logs_kept_ratio" {
   validation {
     condition     = var.request_logs_kept_ratio >= 0 && var.request_logs_kept_ratio <= 1
     error_message = "a share between 0 and 1"
+  }
+}
+
+# --- keys (secrets.tf, functions.tf; README "Payload keys") ---------------------------------------------------------
+
+variable "secret_versions" {
+  description = "Secret Manager version each function revision mounts, by secret: apns-key, apns-key-id, apple-team-id, payload-keys, digest-key. A secret not listed mounts \"latest\", read when each instance starts. Pin payload-keys (and digest-key) so that every instance of a revision holds the same ring: a rotation's steps are then applies (README \"Payload keys\")."
+  type        = map(string)
+  default     = {}
+  validation {
+    condition = alltrue([for k, v in var.secret_versions :
+    contains(["apns-key", "apns-key-id", "apple-team-id", "payload-keys", "digest-key"], k) && can(regex("^([1-9][0-9]*|latest)$", v))])
+    error_message = "keys among apns-key, apns-key-id, apple-team-id, payload-keys, digest-key; values a version number or \"latest\""
+  }
+}
+
+variable "payload_seal_key_id" {
+  description = "ORCA_PUSH_PAYLOAD_SEAL_KEY: the id of the payload ring's key that seals; the others only open. Empty: the ring's first key seals. A rotation's step 2 sets it to the new key's id once every instance holds that key (README \"Payload keys\")."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.payload_seal_key_id == "" || can(regex("^[A-Za-z0-9_-]{1,32}$", var.payload_seal_key_id))
+    error_message = "empty, or a key id: 1..32 letters, digits, '-' or '_'"
   }
 }

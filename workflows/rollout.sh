@@ -6,7 +6,9 @@
 #   3. wait for the builds; check each new revision is ready and the pin held; tag it "$ROLLOUT_TAG";
 #   4. probe: GET /ready on every tagged revision (through the probe workflow, infra/deploy.tf: the runner cannot
 #      reach internal-ingress services), and a validate-only FCM send as the runtime service account;
-#   5. only when every probe passed: send 100% of each function's traffic to its new (latest) revision.
+#   5. only when every probe passed: send 100% of each function's traffic to its new (latest) revision, the private
+#      functions (deliver, sweep) first: they read what the public ones write (a sealed batch), so a new format is
+#      read by every live deliver before any live send writes it.
 # Any failure before step 5 exits non-zero and leaves every function's traffic on the revision it was on.
 #
 # Env: SOURCE_SHA, PROJECT_ID, REGION, NAME_PREFIX, DEPLOY_BUCKET, PROBE_WORKFLOW, RUNTIME_SA, FCM_PROJECT;
@@ -171,7 +173,10 @@ for key in "${keys[@]}"; do
     fail_rollout "$NAME_PREFIX-$key: a newer revision than the probed ${new_rev[$key]} appeared"
 done
 shifted=()
-for key in "${keys[@]}"; do
+shift_order=()
+while read -r key _ visibility; do [[ "$visibility" != private ]] || shift_order+=("$key"); done < <(functions_list)
+while read -r key _ visibility; do [[ "$visibility" == private ]] || shift_order+=("$key"); done < <(functions_list)
+for key in "${shift_order[@]}"; do
   run gcloud run services update-traffic "$NAME_PREFIX-$key" "${run_flags[@]}" --to-latest --quiet ||
     die "shifting $NAME_PREFIX-$key failed after ${shifted[*]:-none} had shifted: finish by hand (infra/README.md, Rollback)"
   shifted+=("$key")

@@ -47,7 +47,7 @@ scenario() {
   fi
 }
 
-# must_not_contain NAME PATTERN: a failed rollout must never have shifted traffic.
+# must_not_contain NAME PATTERN: a failed rollout must never have shifted traffic; a key never shows.
 must_not_contain() {
   if grep -q -- "$2" "$tmp/$1.out"; then
     printf 'FAIL %s: ran %s\n' "$1" "$2"
@@ -64,6 +64,13 @@ expect_error() {
 }
 
 scenario rollout 0 -- rollout.sh
+# Readers first: deliver takes the new revision's traffic before send does, so a new stored format (a sealed batch)
+# is never written by a live send while a live deliver cannot read it.
+if (($(grep -n 'update-traffic orca-cloud-push-deliver .*--to-latest' "$tmp/rollout.out" | cut -d: -f1) > \
+  $(grep -n 'update-traffic orca-cloud-push-send .*--to-latest' "$tmp/rollout.out" | cut -d: -f1))); then
+  printf 'FAIL rollout: send shifted before deliver\n'
+  failures=$((failures + 1))
+fi
 scenario rollout-probe-fails 1 \
   'DRY_RUN_PROBE_RESULT={"results":[{"name":"host-challenge","code":200},{"name":"host-session","code":200},{"name":"devices","code":200},{"name":"send","code":503},{"name":"receipts","code":200},{"name":"deliver","code":200},{"name":"sweep","code":200}]}' \
   -- rollout.sh
@@ -85,6 +92,19 @@ scenario validate-too-long 1 SOURCE_SHA=${sha}8 -- validate-source.sh
 scenario lease-acquire 0 -- lease.sh acquire
 scenario lease-release 0 LEASE_GENERATION=1700000000000001 -- lease.sh release
 scenario migrate 0 SOURCE_DIR=source -- migrate.sh
+scenario payload-keys-add 0 -- payload-keys.sh add k3 2
+must_not_contain payload-keys-add nnnnnnnnnn # no key in a command: the new one, nor the ring's
+must_not_contain payload-keys-add kkkkkkkkkk
+scenario payload-keys-add-existing 1 -- payload-keys.sh add k2 2
+expect_error payload-keys-add-existing "version 2 already holds a key k2"
+scenario payload-keys-drop 0 -- payload-keys.sh drop k1 3
+scenario payload-keys-drop-last 1 'DRY_RUN_RING=k1:AAAA' -- payload-keys.sh drop k1 3
+expect_error payload-keys-drop-last "would leave the ring empty"
+scenario payload-keys-status 0 -- payload-keys.sh status
+scenario payload-keys-status-split 1 \
+  'DRY_RUN_SERVICE={"status":{"traffic":[{"revisionName":"a","percent":50},{"revisionName":"b","percent":50}]}}' \
+  -- payload-keys.sh status
+expect_error payload-keys-status-split "not live everywhere yet"
 
 if ((failures > 0)); then
   printf '%d dry-run scenario(s) failed\n' "$failures"

@@ -58,7 +58,7 @@ func mustGatewayOn(t testing.TB, opts store.Options) *gateway {
 		t.Fatal(err)
 	}
 	cfg.DatabaseURL, cfg.DataDir, cfg.PoolMax = opts.DatabaseURL, opts.DataDir, opts.PoolMax
-	cfg.PayloadKeys = sealtest.Ring(t)
+	cfg.PayloadKeys, cfg.DigestKey = sealtest.Ring(t), sealtest.DigestKey(t)
 	st, err := service.OpenStore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

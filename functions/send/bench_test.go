@@ -95,7 +95,7 @@ func mustBenchService(b *testing.B, s *store.Store, window time.Duration, hosts,
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg.Coalesce, cfg.PayloadKeys = window, sealtest.Ring(b)
+	cfg.Coalesce, cfg.PayloadKeys, cfg.DigestKey = window, sealtest.Ring(b), sealtest.DigestKey(b)
 	svc, err := service.New(service.Options{Config: cfg, Clock: clk,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Store: s, Rand: rand.Reader,
 		Scheduler: delivery.NopScheduler{}, APNS: delivery.Unconfigured("apns_not_configured"),

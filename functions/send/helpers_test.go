@@ -69,7 +69,7 @@ func mustGateway(t testing.TB, s *store.Store) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.PayloadKeys = sealtest.Ring(t)
+	cfg.PayloadKeys, cfg.DigestKey = sealtest.Ring(t), sealtest.DigestKey(t)
 	g.svc, err = service.New(service.Options{
 		Config: cfg, Clock: g.clock, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Store: s, Rand: rand.Reader, Scheduler: g.sched,

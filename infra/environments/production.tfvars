@@ -28,3 +28,9 @@ deliver_inline = true
 # burst's earlier alerts, and they open only data-only FCM messages. The variables' defaults stay the contract's.
 coalesce_ms = 0
 fcm_message = "data"
+
+# Keys (infra/README.md, "Payload keys"): pin the versions of the payload key ring and the digest key each revision mounts,
+# and name the ring's sealing key during a rotation. Set from the versions that exist in the project, e.g.
+#   secret_versions     = { "payload-keys" = "1", "digest-key" = "1" }
+#   payload_seal_key_id = "k2"
+# Unset, every secret mounts "latest" and the ring's first key seals.

@@ -48,6 +48,7 @@ run "defaults" {
       endswith(google_monitoring_alert_policy.counter["lost_tasks"].conditions[0].condition_prometheus_query_language[0].query, "> 0") &&
       endswith(google_monitoring_alert_policy.counter["database_503s"].conditions[0].condition_prometheus_query_language[0].query, "> 20") &&
       strcontains(google_monitoring_alert_policy.counter["nothing_sent"].conditions[0].condition_prometheus_query_language[0].query, "[30m]") &&
+      endswith(google_monitoring_alert_policy.counter["payload_unopenable"].conditions[0].condition_prometheus_query_language[0].query, "> 0") &&
       google_monitoring_alert_policy.tasks_dispatch_delay.conditions[0].condition_threshold[0].threshold_value == 60000 &&
       google_monitoring_alert_policy.sql_saturation.conditions[0].condition_threshold[0].threshold_value == 0.8 &&
       google_monitoring_alert_policy.sql_saturation.conditions[1].condition_threshold[0].threshold_value == 80
@@ -58,6 +59,11 @@ run "defaults" {
   assert {
     condition     = strcontains(google_monitoring_alert_policy.counter["provider_credentials"].conditions[0].condition_prometheus_query_language[0].query, "logging_googleapis_com:user_orca_push_apns_credentials_rejected_sum")
     error_message = "the credentials alert must read the counter's log-based metric"
+  }
+
+  assert {
+    condition     = strcontains(google_monitoring_alert_policy.counter["payload_unopenable"].conditions[0].condition_prometheus_query_language[0].query, "logging_googleapis_com:user_orca_push_payload_unopenable_sum[15m]")
+    error_message = "the lost-alerts alert must read payload_unopenable's log-based metric over 15 minutes"
   }
 
   assert {
@@ -92,6 +98,7 @@ run "channels_and_thresholds" {
     alert_sql_cpu_utilization          = 0.9
     alert_sql_connections              = 150
     alert_absence_minutes              = 60
+    alert_payload_unopenable           = 2
     request_logs_kept_ratio            = 1
   }
 
@@ -111,6 +118,7 @@ run "channels_and_thresholds" {
       endswith(google_monitoring_alert_policy.counter["lost_tasks"].conditions[0].condition_prometheus_query_language[0].query, "> 5") &&
       endswith(google_monitoring_alert_policy.counter["database_503s"].conditions[0].condition_prometheus_query_language[0].query, "> 100") &&
       strcontains(google_monitoring_alert_policy.counter["nothing_sent"].conditions[0].condition_prometheus_query_language[0].query, "[60m]") &&
+      endswith(google_monitoring_alert_policy.counter["payload_unopenable"].conditions[0].condition_prometheus_query_language[0].query, "> 2") &&
       google_monitoring_alert_policy.tasks_dispatch_delay.conditions[0].condition_threshold[0].threshold_value == 120000 &&
       google_monitoring_alert_policy.sql_saturation.conditions[0].condition_threshold[0].threshold_value == 0.9 &&
       google_monitoring_alert_policy.sql_saturation.conditions[1].condition_threshold[0].threshold_value == 150
@@ -146,4 +154,12 @@ run "kept_ratio_must_be_a_share" {
     request_logs_kept_ratio = -0.1
   }
   expect_failures = [var.request_logs_kept_ratio]
+}
+
+run "payload_unopenable_threshold_must_be_a_count" {
+  command = plan
+  variables {
+    alert_payload_unopenable = -1
+  }
+  expect_failures = [var.alert_payload_unopenable]
 }

@@ -88,8 +88,17 @@ run "wiring" {
         ORCA_PUSH_APNS_KEY_ID   = "orca-cloud-push-apns-key-id"
         ORCA_PUSH_APPLE_TEAM_ID = "orca-cloud-push-apple-team-id"
         ORCA_PUSH_PAYLOAD_KEYS  = "orca-cloud-push-payload-keys"
+        ORCA_PUSH_DIGEST_KEY    = "orca-cloud-push-digest-key"
     }])
-    error_message = "every function must mount the three APNs secrets and the payload key ring as env"
+    error_message = "every function must mount the three APNs secrets, the payload key ring and the digest key as env"
+  }
+
+  assert {
+    condition = alltrue([for k, f in google_cloudfunctions2_function.fn :
+      alltrue([for s in f.service_config[0].secret_environment_variables : s.version == "latest"]) &&
+      !contains(keys(f.service_config[0].environment_variables), "ORCA_PUSH_PAYLOAD_SEAL_KEY")
+    ])
+    error_message = "by default every secret mounts latest and no sealing key is named (the ring's first seals)"
   }
 
   assert {
@@ -352,4 +361,57 @@ run "sql_connections_refused" {
   }
 
   expect_failures = [google_sql_database_instance.main]
+}
+
+# A rotation's steps are applies: secret_versions pins the version each revision mounts, payload_seal_key_id names
+# the sealing key (README "Payload keys").
+run "rotation_pins_versions_and_names_the_seal_key" {
+  command = apply
+
+  variables {
+    secret_versions     = { "payload-keys" = "4", "digest-key" = "1" }
+    payload_seal_key_id = "k2"
+  }
+
+  assert {
+    condition = alltrue([for k, f in google_cloudfunctions2_function.fn :
+      { for s in f.service_config[0].secret_environment_variables : s.key => s.version } == {
+        ORCA_PUSH_APNS_KEY      = "latest"
+        ORCA_PUSH_APNS_KEY_ID   = "latest"
+        ORCA_PUSH_APPLE_TEAM_ID = "latest"
+        ORCA_PUSH_PAYLOAD_KEYS  = "4"
+        ORCA_PUSH_DIGEST_KEY    = "1"
+    }])
+    error_message = "every function must mount the pinned versions, latest for the rest"
+  }
+
+  assert {
+    condition = alltrue([for k, f in google_cloudfunctions2_function.fn :
+    f.service_config[0].environment_variables.ORCA_PUSH_PAYLOAD_SEAL_KEY == "k2"])
+    error_message = "every function must get ORCA_PUSH_PAYLOAD_SEAL_KEY from payload_seal_key_id"
+  }
+}
+
+run "secret_versions_must_name_known_secrets" {
+  command = plan
+  variables {
+    secret_versions = { "payload_keys" = "4" }
+  }
+  expect_failures = [var.secret_versions]
+}
+
+run "secret_versions_must_be_numbers_or_latest" {
+  command = plan
+  variables {
+    secret_versions = { "payload-keys" = "v4" }
+  }
+  expect_failures = [var.secret_versions]
+}
+
+run "seal_key_must_be_a_key_id" {
+  command = plan
+  variables {
+    payload_seal_key_id = "k 2"
+  }
+  expect_failures = [var.payload_seal_key_id]
 }

@@ -27,9 +27,10 @@ var atRestMarkers = []string{"MkTitleXq7", "MkBodyZq9", "MkPaneWq3", "MkWorktree
 // title, body, paneKey, worktreeId and executionHost are in none of the
 // SQLite files (the database, its -wal and -shm) and in no pg_dump of the
 // PostgreSQL schema, where the registration's device id, stored in the
-// clear, is found; the emulator's key file is 0600. After the process is
+// clear, is found; the emulator's key files are 0600. After the process is
 // killed and another starts on the same data, the alert is delivered with
-// its text. Both databases, manual clock.
+// its text, and the host's resend is the same event. Both databases, manual
+// clock.
 func TestTextSealedAtRest(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
@@ -72,8 +73,10 @@ func TestTextSealedAtRest(t *testing.T) {
 					t.Errorf("%s is stored in the clear", m)
 				}
 			}
-			if fi, err := os.Stat(filepath.Join(dir, payloadKeysFile)); err != nil || fi.Mode().Perm() != 0o600 {
-				t.Fatalf("key file: %v, %v; want mode 0600", fi, err)
+			for _, f := range []string{payloadKeysFile, digestKeyFile} {
+				if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != 0o600 {
+					t.Fatalf("key file %s: %v, %v; want mode 0600", f, fi, err)
+				}
 			}
 
 			if err := p1.cmd.Process.Kill(); err != nil {
@@ -81,6 +84,15 @@ func TestTextSealedAtRest(t *testing.T) {
 			}
 			p1.cmd.Wait()
 			p2 := startEmulator(t, env...)
+			// The digest key survived too: the host's resend is the same event
+			// (queued, and delivered no second time below).
+			h2, err := hostclient.New(hostclient.Options{BaseURL: p2.origin, Keypair: kp, HTTPClient: http.DefaultClient, Clock: clock.Real{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := h2.Send(ctx, []string{reg}, n); err != nil || res[0].Status != contract.StatusQueued {
+				t.Fatalf("the resend after the restart = %v, %v; want queued", res, err)
+			}
 			for range 2 { // the task died with the first process: the sweep, each minute, hands the batch to a new one
 				emulatortest.Control(t, p2.origin, "POST", "/_emulator/clock", `{"advanceMs":61000}`, nil)
 				emulatortest.Control(t, p2.origin, "POST", "/_emulator/tasks/run-due", "", nil)

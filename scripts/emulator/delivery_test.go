@@ -45,6 +45,11 @@ func startEmuWith(t *testing.T, d storetest.Dialect, q queueOptions, extra ...st
 	srv := httptest.NewUnstartedServer(nil)
 	origin := "http://" + srv.Listener.Addr().String()
 	opts := d.Options(t)
+	if opts.DataDir == "" {
+		// PostgreSQL: the emulator still keeps its keys in its data
+		// directory, which must be the test's, never the package folder.
+		opts.DataDir = t.TempDir()
+	}
 	env := map[string]string{
 		"ORCA_PUSH_PUBLIC_URL": origin, "ORCA_PUSH_DATABASE_URL": opts.DatabaseURL, "ORCA_PUSH_DATA_DIR": opts.DataDir,
 	}

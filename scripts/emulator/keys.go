@@ -9,37 +9,66 @@ import (
 	"path/filepath"
 	"strings"
 
+	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/seal"
 )
 
-// payloadKeysFile is the file in ORCA_PUSH_DATA_DIR where the emulator
-// keeps its payload key ring when ORCA_PUSH_PAYLOAD_KEYS is unset, written
-// as that variable is.
-const payloadKeysFile = "payload-keys"
+// The files in ORCA_PUSH_DATA_DIR where the emulator keeps its keys when
+// their variables are unset, written as the variables are: the payload key
+// ring (ORCA_PUSH_PAYLOAD_KEYS) and the digest key (ORCA_PUSH_DIGEST_KEY).
+// The data directory is no place of the repository's: .gitignore keeps
+// every data/ out of git, and scripts/keyscan fails on a tracked key file.
+const (
+	payloadKeysFile = "payload-keys"
+	digestKeyFile   = "digest-key"
+)
 
-// emulatorKeys returns the ring kept in dir's payloadKeysFile, made with one
-// new key on first start (mode 0600, dir 0700 if it must be made): pending
-// alerts survive a restart on the same data, SQLite or PostgreSQL.
-func emulatorKeys(dir string, rnd io.Reader) (*seal.Ring, error) {
-	path := filepath.Join(dir, payloadKeysFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		b, err = newKeysFile(dir, path, rnd)
+// emulatorKeys gives cfg the keys kept in its DataDir for those its
+// environment does not set, each file made with a new key on first start
+// (mode 0600, the directory 0700 if it must be made): pending alerts, and
+// the events a resend is compared with, survive a restart on the same data,
+// SQLite or PostgreSQL.
+func emulatorKeys(cfg *config.Config, rnd io.Reader) error {
+	dir := cfg.DataDir
+	if cfg.PayloadKeys == nil {
+		text, err := keyFile(dir, payloadKeysFile, func() (string, error) { return seal.NewEntry(rnd, "emulator1") })
+		if err != nil {
+			return err
+		}
+		if cfg.PayloadKeys, err = seal.ParseRing(text); err != nil {
+			return fmt.Errorf("emulator: payload keys in %s: %w", filepath.Join(dir, payloadKeysFile), err)
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("emulator: payload keys in data directory %q: %w", dir, err)
+	if cfg.DigestKey == nil {
+		text, err := keyFile(dir, digestKeyFile, func() (string, error) { return seal.NewDigestKey(rnd) })
+		if err != nil {
+			return err
+		}
+		if cfg.DigestKey, err = seal.ParseDigestKey(text); err != nil {
+			return fmt.Errorf("emulator: digest key in %s: %w", filepath.Join(dir, digestKeyFile), err)
+		}
 	}
-	ring, err := seal.ParseRing(strings.TrimSpace(string(b)))
-	if err != nil {
-		return nil, fmt.Errorf("emulator: payload keys in %s: %w", path, err)
-	}
-	return ring, nil
+	return nil
 }
 
-// newKeysFile writes a ring of one new key to path, unless another process
-// just did, and returns what the file holds.
-func newKeysFile(dir, path string, rnd io.Reader) ([]byte, error) {
-	entry, err := seal.NewEntry(rnd, "emulator1")
+// keyFile returns what dir's file name holds, trimmed, writing newKey's key
+// there first when there is no such file.
+func keyFile(dir, name string, newKey func() (string, error)) (string, error) {
+	path := filepath.Join(dir, name)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		b, err = newKeyFile(dir, path, newKey)
+	}
+	if err != nil {
+		return "", fmt.Errorf("emulator: %s in data directory %q: %w", name, dir, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// newKeyFile writes newKey's key to path, unless another process just did,
+// and returns what the file holds.
+func newKeyFile(dir, path string, newKey func() (string, error)) ([]byte, error) {
+	key, err := newKey()
 	if err != nil {
 		return nil, err
 	}
@@ -53,12 +82,12 @@ func newKeysFile(dir, path string, rnd io.Reader) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.WriteString(entry + "\n"); err != nil {
+	if _, err := f.WriteString(key + "\n"); err != nil {
 		f.Close()
 		return nil, err
 	}
 	if err := f.Close(); err != nil {
 		return nil, err
 	}
-	return []byte(entry), nil
+	return []byte(key), nil
 }

@@ -187,12 +187,8 @@ type emulator struct {
 // answered; q shapes the Cloud Tasks queues (zero: one queue, no rate).
 func newEmulator(ctx context.Context, cfg config.Config, clk clock.Clock, manualClock *clock.Manual, origin string,
 	log *slog.Logger, rejected func(route, reason string), q queueOptions) (*emulator, error) {
-	if cfg.PayloadKeys == nil {
-		keys, err := emulatorKeys(cfg.DataDir, rand.Reader)
-		if err != nil {
-			return nil, err
-		}
-		cfg.PayloadKeys = keys
+	if err := emulatorKeys(&cfg, rand.Reader); err != nil {
+		return nil, err
 	}
 	local, err := startLocal(ctx, clk, manualClock != nil, cfg, origin, q)
 	if err != nil {

@@ -346,6 +346,14 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 	if err != nil {
 		return err
 	}
+	digestText, err := seal.NewDigestKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	digest, err := seal.ParseDigestKey(digestText)
+	if err != nil {
+		return err
+	}
 	counters := obs.NewCounters(nil)
 	var sched delivery.Scheduler = delivery.NopScheduler{}
 	if deliver {
@@ -358,7 +366,8 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 			return err
 		}
 	}
-	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: counters, Scheduler: sched, Keys: keys})
+	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: counters, Scheduler: sched, Keys: keys,
+		Digest: digest})
 	if err != nil {
 		return err
 	}

@@ -67,24 +67,44 @@ type Config struct {
 	// ManualClock is ORCA_PUSH_MANUAL_CLOCK=1 (emulator only).
 	ManualClock bool
 	// PayloadKeys is ORCA_PUSH_PAYLOAD_KEYS, the key ring that seals the
-	// notification text batches store ("id:key,id:key", the current key
-	// first: seal.ParseRing). Nil when unset: a deployed function then
-	// refuses to start ([Config.CheckDeployed]); the emulator keeps a key
-	// of its own in DataDir.
+	// notification text batches store ("id:key,id:key": seal.ParseRing),
+	// sealing with the key ORCA_PUSH_PAYLOAD_SEAL_KEY names or, when that
+	// is unset, with the first ([seal.Ring.WithSealKey]); every key opens.
+	// Nil when unset: a deployed function then refuses to start
+	// ([Config.CheckDeployed]); the emulator keeps a ring of its own in
+	// DataDir.
 	PayloadKeys *seal.Ring
+	// DigestKey is ORCA_PUSH_DIGEST_KEY, the key of the content digest
+	// events keep for idempotency (seal.DigestKey). Nil when unset: a
+	// deployed function then refuses to start; the emulator keeps a key of
+	// its own in DataDir.
+	DigestKey *seal.DigestKey
 }
 
-// ErrNoPayloadKeys is [Config.CheckDeployed]'s error when
-// ORCA_PUSH_PAYLOAD_KEYS is unset.
-var ErrNoPayloadKeys = &VarError{"ORCA_PUSH_PAYLOAD_KEYS", "is required in a deployed function: it seals the notification text the database keeps"}
+var (
+	// ErrNoPayloadKeys is [Config.CheckDeployed]'s error when
+	// ORCA_PUSH_PAYLOAD_KEYS is unset.
+	ErrNoPayloadKeys = &VarError{"ORCA_PUSH_PAYLOAD_KEYS", "is required in a deployed function: it seals the notification text the database keeps"}
+	// ErrNoDigestKey is [Config.CheckDeployed]'s error when
+	// ORCA_PUSH_DIGEST_KEY is unset.
+	ErrNoDigestKey = &VarError{"ORCA_PUSH_DIGEST_KEY", "is required in a deployed function: it keys the content digest the database keeps"}
+)
 
 // CheckDeployed returns what a deployed function needs beyond what Load
-// checks: the payload key ring (ErrNoPayloadKeys). A deployed function
-// refuses to start without it rather than keep notification text in the
-// clear.
+// checks: the payload key ring (ErrNoPayloadKeys) and the digest key
+// (ErrNoDigestKey). A deployed function refuses to start without them
+// rather than keep notification text, or a plain hash of it, in the
+// database.
 func (c Config) CheckDeployed() error {
+	var errs []error
 	if c.PayloadKeys == nil {
-		return fmt.Errorf("config: %w", ErrNoPayloadKeys)
+		errs = append(errs, ErrNoPayloadKeys)
+	}
+	if c.DigestKey == nil {
+		errs = append(errs, ErrNoDigestKey)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return nil
 }
@@ -212,13 +232,14 @@ func Load(getenv func(string) string) (Config, error) {
 	default:
 		errs = append(errs, &VarError{"ORCA_PUSH_DELIVER_INLINE", "must be 0 or 1"})
 	}
-	if s := get("ORCA_PUSH_PAYLOAD_KEYS"); s != "" {
-		ring, err := seal.ParseRing(s)
-		if err != nil {
-			errs = append(errs, &VarError{"ORCA_PUSH_PAYLOAD_KEYS", "must be id:key entries separated by commas, " +
-				"ids unique and each key 32 bytes in standard base64: " + err.Error()})
+	var err error
+	if c.PayloadKeys, err = payloadKeys(get("ORCA_PUSH_PAYLOAD_KEYS"), get("ORCA_PUSH_PAYLOAD_SEAL_KEY")); err != nil {
+		errs = append(errs, err)
+	}
+	if s := get("ORCA_PUSH_DIGEST_KEY"); s != "" {
+		if c.DigestKey, err = seal.ParseDigestKey(s); err != nil {
+			errs = append(errs, &VarError{"ORCA_PUSH_DIGEST_KEY", "must be 32 bytes in standard base64"})
 		}
-		c.PayloadKeys = ring
 	}
 	if c.CloudSQLInstance != "" && c.DatabaseURL == "" {
 		errs = append(errs, &VarError{"ORCA_PUSH_CLOUDSQL_INSTANCE", "needs ORCA_PUSH_DATABASE_URL (user and database name)"})
@@ -230,6 +251,30 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// payloadKeys is the ring keys writes (nil when it is empty), sealing with
+// the key of id sealID when that is set. Its error is a [*VarError] that
+// holds no key.
+func payloadKeys(keys, sealID string) (*seal.Ring, error) {
+	if keys == "" {
+		if sealID != "" {
+			return nil, &VarError{"ORCA_PUSH_PAYLOAD_SEAL_KEY", "needs ORCA_PUSH_PAYLOAD_KEYS, the ring that holds its key"}
+		}
+		return nil, nil
+	}
+	ring, err := seal.ParseRing(keys)
+	if err != nil {
+		return nil, &VarError{"ORCA_PUSH_PAYLOAD_KEYS", "must be id:key entries separated by commas, " +
+			"ids unique and each key 32 bytes in standard base64: " + err.Error()}
+	}
+	if sealID == "" {
+		return ring, nil
+	}
+	if ring, err = ring.WithSealKey(sealID); err != nil {
+		return nil, &VarError{"ORCA_PUSH_PAYLOAD_SEAL_KEY", "must be the id of a key of ORCA_PUSH_PAYLOAD_KEYS"}
+	}
+	return ring, nil
 }
 
 // OriginError is an ORCA_PUSH_PUBLIC_URL that is not a canonical origin.

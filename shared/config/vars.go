@@ -43,7 +43,10 @@ func Vars() []Var {
 		{"ORCA_PUSH_TASKS_AUDIENCE", "ORCA_PUSH_DELIVER_URL", "OIDC audience of those calls"},
 		{"ORCA_PUSH_MANUAL_CLOCK", "unset", "1: the emulator's manual clock"},
 		{"ORCA_PUSH_PAYLOAD_KEYS", "unset: required when deployed; the emulator's own key in ORCA_PUSH_DATA_DIR",
-			"key ring sealing stored notification text: id:base64key entries separated by commas, the current key first"},
+			"key ring sealing stored notification text: id:base64key entries separated by commas; every key opens"},
+		{"ORCA_PUSH_PAYLOAD_SEAL_KEY", "unset: the ring's first key", "id of the ring's key that seals; the others only open"},
+		{"ORCA_PUSH_DIGEST_KEY", "unset: required when deployed; the emulator's own key in ORCA_PUSH_DATA_DIR",
+			"base64 32-byte key of the content digest events keep for idempotency"},
 	}
 }
 

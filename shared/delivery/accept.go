@@ -45,14 +45,14 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	// stored one is at most the same expiresAt, or the content differs).
 	add := ev.deadline > now && !overflow
 	start := store.SendStart{TokenHash: tokenHash, Add: add, Event: store.NewEvent{
-		ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, RegistrationIDs: regs,
+		ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, FormerFingerprint: ev.former, RegistrationIDs: regs,
 		Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
 	}}
 	// Each recipient is recorded with the batch it opens unless it joins
 	// one (coalesceAlert): the one its receipt follows.
 	for _, reg := range regs {
 		start.Recipients = append(start.Recipients, store.Recipient{EventID: ev.id, RegistrationID: reg,
-			Host: ev.host, Fingerprint: ev.fingerprint, Kind: ev.kind, Fence: ev.fenceOf(),
+			Host: ev.host, Fingerprint: ev.fingerprint, FormerFingerprint: ev.former, Kind: ev.kind, Fence: ev.fenceOf(),
 			BatchID: uuid.NewString()})
 	}
 	st, err := tx.StartSend(ctx, start, now)
@@ -161,7 +161,7 @@ func refusal(c store.EventCheck, ev *event, now int64) contract.Status {
 		return contract.StatusError
 	case !c.Found:
 		return contract.StatusRateLimited
-	case c.Fingerprint != ev.fingerprint || c.ExpiresAt <= now:
+	case !ev.sameContent(c.Fingerprint) || c.ExpiresAt <= now:
 		// Same identity with other content, or a duplicate after the
 		// event's life.
 		return contract.StatusError

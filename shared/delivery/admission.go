@@ -37,6 +37,8 @@ type Options struct {
 	// Keys seals what batches store (ORCA_PUSH_PAYLOAD_KEYS); the
 	// Deliverer opens it with the same ring.
 	Keys *seal.Ring
+	// Digest keys the content digest events keep (ORCA_PUSH_DIGEST_KEY).
+	Digest *seal.DigestKey
 }
 
 // Admission accepts sends: POST /v1/send after decoding and authentication.
@@ -48,19 +50,20 @@ type Admission struct {
 	scheduler Scheduler
 	coalesce  int64 // milliseconds
 	payloads  payloads
+	digest    *seal.DigestKey
 }
 
 // NewAdmission returns an Admission; it returns ErrBadOptions when a
 // dependency is missing or Coalesce is out of range.
 func NewAdmission(o Options) (*Admission, error) {
-	if o.Store == nil || o.Clock == nil || o.Counters == nil || o.Scheduler == nil || o.Keys == nil {
-		return nil, fmt.Errorf("%w: Store, Clock, Counters, Scheduler and Keys are required", ErrBadOptions)
+	if o.Store == nil || o.Clock == nil || o.Counters == nil || o.Scheduler == nil || o.Keys == nil || o.Digest == nil {
+		return nil, fmt.Errorf("%w: Store, Clock, Counters, Scheduler, Keys and Digest are required", ErrBadOptions)
 	}
 	if o.Coalesce < 0 || o.Coalesce > contract.MaxCoalesce {
 		return nil, fmt.Errorf("%w: Coalesce out of range", ErrBadOptions)
 	}
 	return &Admission{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler,
-		coalesce: o.Coalesce.Milliseconds(), payloads: payloads{o.Keys}}, nil
+		coalesce: o.Coalesce.Milliseconds(), payloads: payloads{o.Keys}, digest: o.Digest}, nil
 }
 
 // due is a batch of a registration to hand to the scheduler, due at epoch
@@ -100,7 +103,7 @@ func (a *Admission) SendAs(ctx context.Context, host, tokenHash string, req cont
 
 func (a *Admission) send(ctx context.Context, host, tokenHash string, req contract.SendRequest) ([]contract.SendResult, error) {
 	now := a.clock.Now().UnixMilli()
-	ev := newEvent(host, &req.Notification, now)
+	ev := newEvent(host, &req.Notification, now, a.digest)
 	// A notification within the contract's 3000 bytes can still overflow a
 	// provider's 4 KB once apns2 and the firebase SDK escape '<', '>', '&',
 	// U+2028 and U+2029 as six bytes each: it could only ever fail at the

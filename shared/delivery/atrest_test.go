@@ -14,6 +14,7 @@ import (
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/seal"
+	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -56,7 +57,7 @@ func (p *keyedEnv) Send(_ context.Context, _ push.Target, m push.Message) push.O
 func (e *keyedEnv) rekey(t *testing.T, keys *seal.Ring) {
 	t.Helper()
 	var err error
-	if e.adm, err = delivery.NewAdmission(delivery.Options{Keys: keys, Store: e.store, Clock: e.clock,
+	if e.adm, err = delivery.NewAdmission(delivery.Options{Keys: keys, Digest: sealtest.DigestKey(t), Store: e.store, Clock: e.clock,
 		Counters: e.counters, Scheduler: e.sched, Coalesce: contract.DefaultCoalesce}); err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +143,13 @@ func TestRotation(t *testing.T) {
 	}
 }
 
-// TestUnopenableExpires: a batch sealed under a key the ring no longer
-// holds ends expired with reason payload_key_unknown at its claim, without
-// a provider call or an error, and its receipt says so; an alert that
-// would join it opens a batch of its own and is delivered, and a dismissal
-// of its notification is accepted (both databases).
+// TestUnopenableExpires: a batch that does not authenticate under the key
+// of the ring its id names (here another key under the same id) ends
+// expired with reason payload_key_unknown at its claim, without a provider
+// call or an error, and its receipt says so; an alert that would join it
+// opens a batch of its own and is delivered, and a dismissal of its
+// notification is accepted (both databases). A key id the ring lacks is
+// another matter: TestKeyNotHeldLeaves.
 func TestUnopenableExpires(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
@@ -155,7 +158,7 @@ func TestUnopenableExpires(t *testing.T) {
 			p := e.device(t, "hostA", "phone")
 			gone := alert("gone", 1)
 			b1 := e.queue(t, p, gone)
-			e.rekey(t, ring(t, keyEntry(t, "new")))
+			e.rekey(t, ring(t, keyEntry(t, "lost")))
 			e.mustSend(t, contract.StatusQueued, "hostA", alert("next", 2), p)
 			calls := e.sched.take()
 			var b2 string

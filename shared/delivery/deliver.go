@@ -81,9 +81,9 @@ func (d *Deliverer) Halt() { d.halt() }
 const registrationUnavailable = "registration_unavailable"
 
 // payloadKeyUnknown is the reason a batch ends expired without a provider
-// call when a member opens under no key of the ring (its key was removed
-// before its lifetime had passed, or its bytes changed): it can never be
-// delivered, so it is not retried.
+// call when a member does not open under the key of the ring its id names
+// (its bytes changed), or its deadline came while no instance that claimed
+// it held that key (rotation.go): it can never be delivered.
 const payloadKeyUnknown = "payload_key_unknown"
 
 // claimed is a batch this call holds the lease of.
@@ -244,10 +244,11 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 	b := cl.Batch
 	c := &claimed{batch: b, token: token, attempts: cl.Attempts, device: cl.Device}
 	if c.members, err = d.payloads.decode(b.ID, b.RegistrationID, b.Payload); err != nil {
-		if errors.Is(err, seal.ErrUnopenable) {
-			d.counters.Inc(obs.DeliveryExpired)
-			d.counters.Inc(obs.PayloadUnopenable)
-			return nil, d.finish(ctx, c, store.BatchExpired, payloadKeyUnknown)
+		switch {
+		case errors.Is(err, seal.ErrKeyNotHeld): // another instance may hold it (rotation.go)
+			return nil, d.leave(ctx, c)
+		case errors.Is(err, seal.ErrUnopenable):
+			return nil, d.unopenable(ctx, c)
 		}
 		return nil, err
 	}

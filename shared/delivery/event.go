@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/seal"
 	"onorca.dev/push/shared/store"
 )
 
@@ -15,10 +16,13 @@ type event struct {
 	host string
 	n    *contract.Notification
 	kind contract.Kind
-	// id is the identity hash and fingerprint the content hash
-	// (reference-behaviour §4.1).
+	// id is the identity hash and fingerprint the keyed content digest
+	// (reference-behaviour §4.1, contentDigest); former is the plain
+	// content hash events kept before it, which a duplicate of an event
+	// stored then still matches.
 	id          string
 	fingerprint string
+	former      string
 	// item is the notification as a batch stores it (payload_json member).
 	item []byte
 	// deadline is a new event's deadline (the stored one of a known event
@@ -26,17 +30,27 @@ type event struct {
 	deadline int64
 }
 
-// newEvent prepares n, sent by host, for admission at now.
-func newEvent(host string, n *contract.Notification, now int64) *event {
+// newEvent prepares n, sent by host, for admission at now, its content
+// digested under digest.
+func newEvent(host string, n *contract.Notification, now int64, digest *seal.DigestKey) *event {
+	content := contentOf(n)
 	return &event{
 		host:        host,
 		n:           n,
 		kind:        n.EffectiveKind(),
 		id:          eventID(host, n),
-		fingerprint: contentFingerprint(n),
+		fingerprint: contentDigest(digest, content),
+		former:      sha256Hex(content),
 		item:        n.AppendJSON(nil, true),
 		deadline:    newDeadline(n, now),
 	}
+}
+
+// sameContent reports whether an event stored with the content hash stored
+// has ev's content: its keyed digest, or the plain hash of the same
+// content that events kept before the digest was keyed.
+func (ev *event) sameContent(stored string) bool {
+	return stored == ev.fingerprint || stored == ev.former
 }
 
 // eventID is the SHA-256 hex of the JSON array [host, kind, epoch, seq],
@@ -62,12 +76,20 @@ func identity(host string, kind contract.Kind, epoch string, seq int64) string {
 	return sha256Hex(b)
 }
 
-// contentFingerprint is the SHA-256 hex of the notification's JSON without
-// sound and with the kind normalised (decisions table), so a resend that
-// differs only in sound, or in an omitted versus explicit "alert", is the
-// same content.
-func contentFingerprint(n *contract.Notification) string {
-	return sha256Hex(n.AppendJSON(nil, false))
+// contentOf is what the content digest covers: the notification's JSON
+// without sound and with the kind normalised (decisions table), so a resend
+// that differs only in sound, or in an omitted versus explicit "alert", is
+// the same content.
+func contentOf(n *contract.Notification) []byte { return n.AppendJSON(nil, false) }
+
+// contentDigest is the keyed digest of content (contentOf): HMAC-SHA256 hex
+// under the digest key, ORCA_PUSH_DIGEST_KEY. Its key is not the payload
+// ring's, so a payload-key rotation changes no digest; and the database
+// never holds it, so a copy of the events cannot confirm a guessed title
+// and body, which a plain SHA-256 beside the readable notification id,
+// epoch and host let anyone do.
+func contentDigest(digest *seal.DigestKey, content []byte) string {
+	return digest.Sum(content)
 }
 
 func sha256Hex(b []byte) string {

@@ -1,11 +1,18 @@
 package delivery
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/seal"
+	"onorca.dev/push/shared/seal/sealtest"
 )
 
 // The expected hashes were computed outside Go, with sha256sum over the JSON
@@ -32,6 +39,9 @@ func TestEventID(t *testing.T) {
 	}
 }
 
+// TestContentFingerprint pins the content events hash, and its plain
+// SHA-256, which events stored before the digest was keyed kept: a resend of
+// one of them must still find it (former).
 func TestContentFingerprint(t *testing.T) {
 	on, off := true, false
 	base := contract.Notification{NotificationID: "n1", Seq: 7, Epoch: "epoch-1", Source: contract.SourcePlugin, Title: "T"}
@@ -46,13 +56,13 @@ func TestContentFingerprint(t *testing.T) {
 	} {
 		n := base
 		mod(&n)
-		if got := contentFingerprint(&n); got != want {
-			t.Errorf("contentFingerprint(%s) = %q, want %q", n.AppendJSON(nil, true), got, want)
+		if got := sha256Hex(contentOf(&n)); got != want {
+			t.Errorf("sha256Hex(contentOf(%s)) = %q, want %q", n.AppendJSON(nil, true), got, want)
 		}
 	}
 	n := base
 	n.Body = "x"
-	if contentFingerprint(&n) == want {
+	if sha256Hex(contentOf(&n)) == want {
 		t.Error("a changed body kept the fingerprint")
 	}
 	// Gen D's fields are content, after Gen B's keys:
@@ -60,8 +70,41 @@ func TestContentFingerprint(t *testing.T) {
 	// "kind":"alert","agentState":null,"title":"T","body":"","paneKey":"e2e1:AAAA","executionHost":"runtime:h"}`)
 	n = base
 	n.PaneKey, n.ExecutionHost = "e2e1:AAAA", "runtime:h"
-	if got := contentFingerprint(&n); got != "08c2e213e0ec851e13f8576423a00379fd950192f318b30f83565f6b845bc8b6" {
-		t.Errorf("contentFingerprint(%s) = %q", n.AppendJSON(nil, true), got)
+	if got := sha256Hex(contentOf(&n)); got != "08c2e213e0ec851e13f8576423a00379fd950192f318b30f83565f6b845bc8b6" {
+		t.Errorf("sha256Hex(contentOf(%s)) = %q", n.AppendJSON(nil, true), got)
+	}
+}
+
+// TestContentDigest: an event's fingerprint is HMAC-SHA256 of its content
+// under the digest key, not the plain SHA-256 (which stays as former, for
+// events stored before), and another key gives another digest: without the
+// key, the stored digest cannot be reproduced from the notification.
+func TestContentDigest(t *testing.T) {
+	n := contract.Notification{NotificationID: "n1", Seq: 7, Epoch: "epoch-1", Source: contract.SourcePlugin,
+		Title: "Agent finished"}
+	ev := newEvent("hostA", &n, 0, sealtest.DigestKey(t))
+	raw, _ := base64.StdEncoding.DecodeString(sealtest.DigestKeyText)
+	mac := hmac.New(sha256.New, raw)
+	mac.Write(contentOf(&n))
+	if want := hex.EncodeToString(mac.Sum(nil)); ev.fingerprint != want {
+		t.Fatalf("fingerprint = %q, want HMAC-SHA256 under the digest key %q", ev.fingerprint, want)
+	}
+	if ev.former != sha256Hex(contentOf(&n)) || ev.fingerprint == ev.former {
+		t.Fatalf("former = %q, fingerprint %q: want the plain SHA-256 as former only", ev.former, ev.fingerprint)
+	}
+	text, err := seal.NewDigestKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := seal.ParseDigestKey(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newEvent("hostA", &n, 0, other).fingerprint == ev.fingerprint {
+		t.Fatal("another digest key gives the same fingerprint")
+	}
+	if !ev.sameContent(ev.fingerprint) || !ev.sameContent(ev.former) || ev.sameContent(sha256Hex([]byte("other"))) {
+		t.Fatal("sameContent must accept the digest and the former hash, and nothing else")
 	}
 }
 
@@ -90,6 +133,7 @@ func TestNewDeadline(t *testing.T) {
 // form (newEvent), for BenchmarkSendAdmission's typical alert without and
 // with a 400-character sealed paneKey.
 func BenchmarkDecodeAndPrepare(b *testing.B) {
+	digest := sealtest.DigestKey(b)
 	const body = `{"v":1,"registrationIds":["7c0a3e55-8a55-4f8e-9a54-1f0b8d6c2e11"],"notification":{` +
 		`"notificationId":"agent-task-41","notificationSeq":41,"notificationEpoch":"3f1c2a9e-5b7d-4c1e-9a4f-1e2d3c4b5a69",` +
 		`"source":"agent-task-complete","agentState":"finished","title":"Refactor finished","body":"Claude finished ` +
@@ -107,7 +151,7 @@ func BenchmarkDecodeAndPrepare(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				newEvent("AbCdEfGhIjKlMnOp", &r.Notification, 1_800_000_000_000)
+				newEvent("AbCdEfGhIjKlMnOp", &r.Notification, 1_800_000_000_000, digest)
 			}
 		})
 	}

@@ -91,7 +91,7 @@ func mustEnvOn(t testing.TB, s *store.Store, clk *clock.Manual) *env {
 	e := &env{store: s, clock: clk, sched: &recorder{},
 		counters: obs.NewCounters(slog.New(slog.NewJSONHandler(io.Discard, nil)))}
 	var err error
-	e.adm, err = delivery.NewAdmission(delivery.Options{Keys: sealtest.Ring(t), Store: s, Clock: clk, Counters: e.counters,
+	e.adm, err = delivery.NewAdmission(delivery.Options{Keys: sealtest.Ring(t), Digest: sealtest.DigestKey(t), Store: s, Clock: clk, Counters: e.counters,
 		Scheduler: e.sched, Coalesce: contract.DefaultCoalesce})
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func BenchmarkJoin(b *testing.B) {
 	for _, n := range []int{1, 15, 26} {
 		open := openBatchOf(adm.payloads, n)
 		a := benchAlert(99)
-		ev := newEvent("AbCdEfGhIjKlMnOp", &a, 0)
+		ev := newEvent("AbCdEfGhIjKlMnOp", &a, 0, sealtest.DigestKey(b))
 		b.Run(fmt.Sprintf("members=%d", n+1), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -142,7 +142,7 @@ func TestIdempotencySealed(t *testing.T) {
 func (e *env) setWindow(t testing.TB, w time.Duration) {
 	t.Helper()
 	var err error
-	e.adm, err = delivery.NewAdmission(delivery.Options{Keys: sealtest.Ring(t), Store: e.store, Clock: e.clock, Counters: e.counters,
+	e.adm, err = delivery.NewAdmission(delivery.Options{Keys: sealtest.Ring(t), Digest: sealtest.DigestKey(t), Store: e.store, Clock: e.clock, Counters: e.counters,
 		Scheduler: e.sched, Coalesce: w})
 	if err != nil {
 		t.Fatal(err)

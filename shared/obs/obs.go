@@ -85,9 +85,14 @@ const (
 	// reach when the per-IP one does not (issue 26 §2).
 	InstanceRateLimited = "instance_rate_limited"
 	// PayloadUnopenable counts the batches that ended expired, reason
-	// payload_key_unknown, because a member opened under no key of the
-	// ring (ORCA_PUSH_PAYLOAD_KEYS lost the key that sealed it).
+	// payload_key_unknown: a member did not authenticate under the key of
+	// the ring (ORCA_PUSH_PAYLOAD_KEYS) that its id names, or no instance
+	// that held its key claimed it before its deadline.
 	PayloadUnopenable = "payload_unopenable"
+	// PayloadKeyNotHeld counts the claims that left a batch for another
+	// instance because their ring lacks the key it was sealed with: normal
+	// for a while during a rotation's rollout, never once it has settled.
+	PayloadKeyNotHeld = "payload_key_not_held"
 )
 
 // DeliveryLate returns the counter of a provider call made late after its

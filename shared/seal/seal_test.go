@@ -3,12 +3,14 @@ package seal_test
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"onorca.dev/push/shared/seal"
+	"onorca.dev/push/shared/seal/sealtest"
 )
 
 func mustEntry(t *testing.T, id string) string {
@@ -35,7 +37,7 @@ func TestSealOpens(t *testing.T) {
 	entry := mustEntry(t, "k1")
 	r := mustRing(t, entry)
 	sealed := r.Seal(nil, []byte("Build finished"), []byte("row-1"))
-	if !bytes.HasPrefix(sealed, []byte("k1:")) || bytes.Contains(sealed, []byte("Build")) {
+	if !bytes.HasPrefix(sealed, []byte("k1:x.")) || bytes.Contains(sealed, []byte("Build")) {
 		t.Fatalf("sealed = %q", sealed)
 	}
 	if bytes.ContainsAny(sealed, "\"\\,") {
@@ -63,7 +65,8 @@ func TestSealOpens(t *testing.T) {
 }
 
 // TestOpenRefuses: another row's additional data, a changed byte, an
-// unknown key id or another key under the same id open nothing.
+// unknown key id or another key under the same id open nothing; only the
+// unknown id is ErrKeyNotHeld, which another ring may open.
 func TestOpenRefuses(t *testing.T) {
 	r := mustRing(t, mustEntry(t, "k1"))
 	sealed := r.Seal(nil, []byte("text"), []byte("row-1"))
@@ -75,18 +78,90 @@ func TestOpenRefuses(t *testing.T) {
 		sealed []byte
 		ad     string
 	}{
-		"other row":        {r, sealed, "row-2"},
-		"changed byte":     {r, changed, "row-1"},
-		"unknown id":       {r, append([]byte("k9"), sealed[2:]...), "row-1"},
-		"same id, new key": {other, sealed, "row-1"},
-		"no id":            {r, sealed[3:], "row-1"},
-		"short":            {r, []byte("k1:AAAA"), "row-1"},
-		"not base64":       {r, []byte("k1:!!!!"), "row-1"},
+		"other row":           {r, sealed, "row-2"},
+		"changed byte":        {r, changed, "row-1"},
+		"unknown id":          {r, append([]byte("k9"), sealed[2:]...), "row-1"},
+		"same id, new key":    {other, sealed, "row-1"},
+		"no id":               {r, sealed[3:], "row-1"},
+		"short":               {r, []byte("k1:AAAA"), "row-1"},
+		"short, XChaCha":      {r, []byte("k1:x.AAAA"), "row-1"},
+		"not base64":          {r, []byte("k1:!!!!"), "row-1"},
+		"XChaCha read as GCM": {r, append([]byte("k1:"), sealed[5:]...), "row-1"},
 	}
 	for name, c := range cases {
-		if got, err := c.r.Open(nil, c.sealed, []byte(c.ad)); !errors.Is(err, seal.ErrUnopenable) || got != nil {
+		got, err := c.r.Open(nil, c.sealed, []byte(c.ad))
+		if !errors.Is(err, seal.ErrUnopenable) || got != nil {
 			t.Errorf("%s: Open = %q, %v, want ErrUnopenable", name, got, err)
 		}
+		if notHeld := name == "unknown id"; errors.Is(err, seal.ErrKeyNotHeld) != notHeld {
+			t.Errorf("%s: Open = %v, ErrKeyNotHeld %v, want %v", name, err, !notHeld, notHeld)
+		}
+	}
+}
+
+// gcmSealed is what the ring of sealtest.Keys sealed with AES-256-GCM, as
+// every seal was before XChaCha20-Poly1305: plaintext gcmPlain, additional
+// data gcmAD.
+const (
+	gcmSealed = "test1:5zD3ekeeDTVJ8v1TkJJNxshDrY3fnd3qsn+n0/3RGcX3qKnEYVHzuIkSakuvf90aa42A5MQ="
+	gcmPlain  = `{"title":"sealed before"}`
+	gcmAD     = "batch-1/reg-1"
+)
+
+// TestOpensGCMSealedBefore: a row sealed with AES-256-GCM before the change
+// still opens, and still refuses other additional data.
+func TestOpensGCMSealedBefore(t *testing.T) {
+	r := sealtest.Ring(t)
+	got, err := r.Open(nil, []byte(gcmSealed), []byte(gcmAD))
+	if err != nil || string(got) != gcmPlain {
+		t.Fatalf("Open(GCM seal) = %q, %v, want %q", got, err, gcmPlain)
+	}
+	if _, err := r.Open(nil, []byte(gcmSealed), []byte("batch-2/reg-1")); !errors.Is(err, seal.ErrUnopenable) {
+		t.Fatalf("Open(GCM seal, other row) = %v, want ErrUnopenable", err)
+	}
+	asX := "test1:x." + strings.TrimPrefix(gcmSealed, "test1:")
+	if _, err := r.Open(nil, []byte(asX), []byte(gcmAD)); !errors.Is(err, seal.ErrUnopenable) {
+		t.Fatalf("Open(GCM seal marked XChaCha) = %v, want ErrUnopenable", err)
+	}
+}
+
+// TestSealsXChaCha: a new seal carries a 24-byte nonce (XChaCha20-Poly1305's;
+// AES-GCM's is 12) before the ciphertext and its 16-byte tag.
+func TestSealsXChaCha(t *testing.T) {
+	r := mustRing(t, mustEntry(t, "k1"))
+	plain := []byte("Build finished")
+	sealed := r.Seal(nil, plain, []byte("row-1"))
+	raw, err := base64.StdEncoding.DecodeString(string(sealed[len("k1:x."):]))
+	if err != nil || len(raw) != 24+len(plain)+16 {
+		t.Fatalf("sealed %q decodes to %d bytes (%v), want 24 + %d + 16", sealed, len(raw), err, len(plain))
+	}
+}
+
+// TestWithSealKey: a ring told which key seals seals with it whatever its
+// order, still opens with every key, and leaves the ring it came from as it
+// was; a key id the ring lacks is refused.
+func TestWithSealKey(t *testing.T) {
+	oldEntry, newEntry := mustEntry(t, "old"), mustEntry(t, "new")
+	r := mustRing(t, oldEntry+","+newEntry)
+	sealedOld := r.Seal(nil, []byte("a"), nil)
+	s, err := r.WithSealKey("new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := s.IDs(); len(ids) != 2 || ids[0] != "new" || ids[1] != "old" {
+		t.Fatalf("IDs = %v, want [new old]", ids)
+	}
+	sealedNew := s.Seal(nil, []byte("b"), nil)
+	if !bytes.HasPrefix(sealedNew, []byte("new:")) || !bytes.HasPrefix(r.Seal(nil, nil, nil), []byte("old:")) {
+		t.Fatalf("sealed %q after WithSealKey(new), want new's; the first ring must still seal with old", sealedNew)
+	}
+	for _, c := range [][]byte{sealedOld, sealedNew} {
+		if _, err := s.Open(nil, c, nil); err != nil {
+			t.Errorf("Open(%q) = %v", c[:4], err)
+		}
+	}
+	if _, err := r.WithSealKey("k9"); err == nil {
+		t.Error("WithSealKey(k9) accepted a key the ring lacks")
 	}
 }
 

@@ -83,8 +83,8 @@ func OpenStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
 // New builds a Service over the given parts.
 func New(o Options) (*Service, error) {
 	if o.Clock == nil || o.Log == nil || o.Store == nil || o.Rand == nil || o.Scheduler == nil || o.APNS == nil || o.FCM == nil ||
-		o.Config.PayloadKeys == nil {
-		return nil, errors.New("service: New needs Clock, Log, Store, Rand, Scheduler, APNS, FCM and Config.PayloadKeys")
+		o.Config.PayloadKeys == nil || o.Config.DigestKey == nil {
+		return nil, errors.New("service: New needs Clock, Log, Store, Rand, Scheduler, APNS, FCM, Config.PayloadKeys and Config.DigestKey")
 	}
 	st := o.Store
 	s := &Service{Config: o.Config, Clock: o.Clock, Log: o.Log, Counters: obs.NewCounters(o.Log), Store: st}
@@ -116,7 +116,7 @@ func New(o Options) (*Service, error) {
 	}
 	s.Admission, err = delivery.NewAdmission(delivery.Options{
 		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: admit, Coalesce: o.Config.Coalesce,
-		Keys: o.Config.PayloadKeys,
+		Keys: o.Config.PayloadKeys, Digest: o.Config.DigestKey,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)

@@ -17,8 +17,11 @@ type NewEvent struct {
 	Host string
 	// Kind is the effective kind; each kind has its own quota.
 	Kind contract.Kind
-	// Fingerprint is the content hash a duplicate must match.
-	Fingerprint string
+	// Fingerprint is the content hash a duplicate must match, or else
+	// FormerFingerprint, the content hash as events stored before keyed
+	// digests kept it (issue 30): the new event is stored with Fingerprint.
+	Fingerprint       string
+	FormerFingerprint string
 	// RegistrationIDs are the registrations being served: the event is
 	// only recorded when one of them is a live registration of Host, so a
 	// send to unknown or dead ones spends no quota.

@@ -16,8 +16,11 @@ type Recipient struct {
 	// Host is the sending host; the registration must be its live one.
 	Host string
 	// Fingerprint is the event's content hash: the recipient is recorded
-	// only for a stored event with this content that has not expired.
-	Fingerprint string
+	// only for a stored event with this content that has not expired, the
+	// event stored with Fingerprint or with FormerFingerprint (see
+	// NewEvent).
+	Fingerprint       string
+	FormerFingerprint string
 	// Kind is the event's effective kind. Only an alert looks for an open
 	// batch to join, and only a dismissal counts the batches it may cancel.
 	Kind contract.Kind
@@ -85,7 +88,7 @@ func addRecipientStmt(r Recipient, now int64) statement {
 		WHERE EXISTS (SELECT 1 FROM push_devices
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND dead_at IS NULL)
 			AND EXISTS (SELECT 1 FROM push_events
-				WHERE event_id = $1 AND fingerprint = $9 AND expires_at > $3)
+				WHERE event_id = $1 AND fingerprint IN ($9, $11) AND expires_at > $3)
 			AND NOT EXISTS (SELECT 1 FROM push_dismissed_events
 				WHERE host_fingerprint = $4 AND notification_epoch = $5 AND notification_id = $6
 					AND notification_seq >= $7)
@@ -99,7 +102,7 @@ func addRecipientStmt(r Recipient, now int64) statement {
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending'
 					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END`,
 		args: []any{r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq,
-			string(r.Kind), r.Fingerprint, r.BatchID}}
+			string(r.Kind), r.Fingerprint, r.BatchID, r.FormerFingerprint}}
 }
 
 // scanAddedRecipient reads AddRecipient's row, which is there only when

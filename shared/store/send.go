@@ -189,7 +189,7 @@ func startSendStmt(s SendStart, now int64) statement {
 	}
 	return statement{op: "start send", query: query,
 		args: []any{e.ID, now, e.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(e.Kind),
-			e.Fingerprint, regs, s.TokenHash, e.Deadline, e.QuotaSince, e.Quota, batches}}
+			e.Fingerprint, regs, s.TokenHash, e.Deadline, e.QuotaSince, e.Quota, batches, e.FormerFingerprint}}
 }
 
 // The texts of startSendStmt: its common part, then each recipient's row.
@@ -220,7 +220,7 @@ const (
 			FROM unnest(CAST($9 AS TEXT[]), CAST($14 AS TEXT[])) WITH ORDINALITY AS u(reg, batch, i)
 			WHERE EXISTS (SELECT 1 FROM push_devices
 					WHERE registration_id = u.reg AND host_fingerprint = $3 AND dead_at IS NULL)
-				AND EXISTS (SELECT 1 FROM event WHERE fingerprint = $8 AND expires_at > $2)
+				AND EXISTS (SELECT 1 FROM event WHERE fingerprint IN ($8, $15) AND expires_at > $2)
 				AND NOT EXISTS (SELECT 1 FROM push_dismissed_events
 					WHERE host_fingerprint = $3 AND notification_epoch = $4 AND notification_id = $5
 						AND notification_seq >= $6)
