@@ -326,7 +326,9 @@ func TestBadgeIsCappedAtTheRoutesMaximum(t *testing.T) {
 // TestBadgeGivenBack: a push that ends without reaching a provider gives
 // its raise back, whichever way it ends: expired at its claim, expired by
 // the sweep, out of time to retry, refused by the provider, cancelled by a
-// dismissal; never below 0, and not past a reset made after its raise.
+// dismissal; never below 0, and not past a reset made after its raise
+// (PUT badge, a new token). The delivery that ends it gives it back at
+// once; the sweep gives back what ended without one, and nothing twice.
 func TestBadgeGivenBack(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
@@ -388,6 +390,16 @@ func TestBadgeGivenBack(t *testing.T) {
 					c.clock.Advance(contract.EventLifetime)
 					c.deliver(t, id, 0)
 				}},
+				{"new token after the raise", "[4 1]", 1, func(t *testing.T, c *badgeCase, id string) {
+					_, err := c.store.RegisterDevice(ctx, "host", contract.RegisterRequest{DeviceID: "phone",
+						Platform: contract.PlatformAndroid, Token: "tok-" + strings.Repeat("y", 45)}, c.now())
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.deliver(t, c.alert(t, "b", 2), 0)
+					c.clock.Advance(contract.EventLifetime)
+					c.deliver(t, id, 0)
+				}},
 				{"reset to 7 after the raise", "[4]", 7, func(t *testing.T, c *badgeCase, id string) {
 					reset(t, c, 7)
 					c.clock.Advance(contract.EventLifetime)
@@ -399,7 +411,8 @@ func TestBadgeGivenBack(t *testing.T) {
 					a := c.alert(t, "a", 1)
 					c.deliver(t, a, 1)
 					tt.end(t, c, a)
-					sweep(t, c) // settles anything left; changes nothing more
+					c.want(t, tt.badges, tt.count)
+					sweep(t, c) // gives nothing back twice
 					c.want(t, tt.badges, tt.count)
 				})
 			}

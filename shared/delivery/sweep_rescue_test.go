@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store"
@@ -92,23 +93,27 @@ func (r *rescueCase) wantRescued(t *testing.T, report delivery.SweepReport) {
 	}
 }
 
-// TestSweepRescuesWhenAPruneFails: a prune that fails (its table dropped
-// from the database under the store) fails the run, but the rescue was
-// made: the overdue batch expired and its badge raise given back, the lost
-// batch re-scheduled; and the other tables were pruned all the same.
+// TestSweepRescuesWhenAPruneFails: prunes that fail (their tables, the
+// challenges' and the sessions', dropped from the database under the
+// store) fail the run, but the rescue was made: the overdue batch expired
+// and its badge raise given back, the lost batch re-scheduled; and the
+// other tables were pruned all the same (a lonely host).
 func TestSweepRescuesWhenAPruneFails(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			ctx := context.Background()
 			r := newRescueCase(t, d)
-			if err := r.store.HostTx(ctx, "host", func(tx *store.Tx) error {
-				return tx.ReplaceSession(ctx, "host", "hash", r.now()-1, r.now()-1)
+			if err := r.store.HostTx(ctx, "lonely", func(tx *store.Tx) error {
+				return tx.TouchHost(ctx, "lonely", "k", r.now()-contract.HostRetention.Milliseconds()-1)
 			}); err != nil {
 				t.Fatal(err)
 			}
 			r.sched.take()
-			if _, err := storetest.SQL(t, r.opts).ExecContext(ctx, `DROP TABLE push_challenges`); err != nil {
-				t.Fatal(err)
+			// The challenges' prune, and the first of retention's.
+			for _, table := range []string{"push_challenges", "push_sessions"} {
+				if _, err := storetest.SQL(t, r.opts).ExecContext(ctx, `DROP TABLE `+table); err != nil {
+					t.Fatal(err)
+				}
 			}
 			sw, err := delivery.NewSweeper(delivery.SweeperOptions{Store: r.store, Clock: r.clock, Counters: r.counters,
 				Scheduler: r.sched})
@@ -116,12 +121,12 @@ func TestSweepRescuesWhenAPruneFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			report, err := sw.Sweep(ctx)
-			if err == nil || !strings.Contains(err.Error(), "push_challenges") {
-				t.Errorf("Sweep error = %v, want the challenges' prune's", err)
+			if err == nil || !strings.Contains(err.Error(), "push_challenges") || !strings.Contains(err.Error(), "push_sessions") {
+				t.Errorf("Sweep error = %v, want the challenges' and the sessions' prunes'", err)
 			}
 			r.wantRescued(t, report)
-			if n := report.Pruned["push_sessions"]; n != 1 {
-				t.Errorf("pruned %d sessions, want the expired one: a failed prune stops no other", n)
+			if n := report.Pruned["push_hosts"]; n != 1 {
+				t.Errorf("pruned %d hosts, want the lonely one: a failed prune stops no other", n)
 			}
 		})
 	}
