@@ -18,6 +18,7 @@ import (
 	"onorca.dev/push/shared/providers/fcm"
 	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/seal/sealtest"
+	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
 
@@ -415,6 +416,64 @@ func TestBadgeGivenBack(t *testing.T) {
 					sweep(t, c) // gives nothing back twice
 					c.want(t, tt.badges, tt.count)
 				})
+			}
+		})
+	}
+}
+
+// TestBadgeGivenBackOnce: give-backs of one batch at once (the delivery
+// that ends it, the sweep, a retried request) subtract its raise once.
+func TestBadgeGivenBackOnce(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			ctx := context.Background()
+			opts := d.Options(t)
+			s, err := store.Open(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			c := &badgeCase{env: mustEnvOn(t, s, clock.NewManual(start)), prov: &scriptedProvider{}}
+			c.dl, err = delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: s, Clock: c.clock,
+				Counters: c.counters, Scheduler: delivery.NopScheduler{}, APNS: c.prov, FCM: c.prov})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.reg = c.device(t, "host", "phone")
+			if err := s.SetBadge(ctx, "host", c.reg, 3, c.now()); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				a := c.alert(t, fmt.Sprint("a", i), int64(2*i+1))
+				c.deliver(t, a, 1)
+				// Ended by hand, as no delivery would, so that no give-back
+				// ran yet.
+				if _, err := storetest.SQL(t, opts).ExecContext(ctx,
+					`UPDATE push_delivery_batches SET state = 'expired', finished_at = $2 WHERE batch_id = $1`,
+					a, c.now()); err != nil {
+					t.Fatal(err)
+				}
+				c.want(t, fmt.Sprint(c.prov.badges), int64(4+i))
+				var wg sync.WaitGroup
+				for range 8 {
+					wg.Add(2)
+					go func() {
+						defer wg.Done()
+						if err := s.GiveBackBadge(ctx, a); err != nil {
+							t.Error(err)
+						}
+					}()
+					go func() {
+						defer wg.Done()
+						if _, err := s.GiveBackBadges(ctx, 10); err != nil {
+							t.Error(err)
+						}
+					}()
+				}
+				wg.Wait()
+				c.want(t, fmt.Sprint(c.prov.badges), int64(3+i))
+				// The next alert counts from there.
+				c.deliver(t, c.alert(t, fmt.Sprint("b", i), int64(2*i+2)), 0)
 			}
 		})
 	}
