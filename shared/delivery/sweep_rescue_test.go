@@ -2,7 +2,7 @@ package delivery_test
 
 import (
 	"context"
-	"strings"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -121,8 +121,9 @@ func TestSweepRescuesWhenAPruneFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			report, err := sw.Sweep(ctx)
-			if err == nil || !strings.Contains(err.Error(), "push_challenges") || !strings.Contains(err.Error(), "push_sessions") {
-				t.Errorf("Sweep error = %v, want the challenges' and the sessions' prunes'", err)
+			var joined interface{ Unwrap() []error }
+			if !errors.As(err, &joined) || len(joined.Unwrap()) != 2 {
+				t.Errorf("Sweep error = %v, want the challenges' and the sessions' prunes' errors", err)
 			}
 			r.wantRescued(t, report)
 			if n := report.Pruned["push_hosts"]; n != 1 {
