@@ -233,7 +233,18 @@ func TestBadgeGivenBack(t *testing.T) {
 					for _, call := range c.sched.take() {
 						c.deliver(t, call.BatchID, 0)
 					}
-					sweep(t, c)
+				}},
+				{"cancelled by a dismissal in flight", "[4 4 0]", 3, func(t *testing.T, c *badgeCase, id string) {
+					c.clock.Advance(contract.MaxBackoff)
+					c.prov.mu.Lock()
+					c.prov.retries = 1
+					c.prov.during = func() { c.mustSend(t, contract.StatusQueued, "host", dismissal("a", 1), c.reg) }
+					c.prov.mu.Unlock()
+					c.deliver(t, id, 1)
+					c.retry(t, id, 0)
+					for _, call := range c.sched.take() {
+						c.deliver(t, call.BatchID, 0)
+					}
 				}},
 				{"reset to 0 after the raise", "[4]", 0, func(t *testing.T, c *badgeCase, id string) {
 					reset(t, c, 0)
@@ -323,6 +334,44 @@ func TestBadgeGivenBackOnce(t *testing.T) {
 				c.want(t, fmt.Sprint(c.prov.badges), int64(3+i))
 				// The next alert counts from there.
 				c.deliver(t, c.alert(t, fmt.Sprint("b", i), int64(2*i+2)), 0)
+			}
+		})
+	}
+}
+
+// TestBadgeGivenBackForDismissedMembers: a dismissal that takes some of a
+// summary's members gives back their part of its raise, whether it comes
+// while the batch waits for its retry (admission takes them out) or while
+// it is in flight (the next claim does): the retry carries the count of
+// what it still brings.
+func TestBadgeGivenBackForDismissedMembers(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			for _, inFlight := range []bool{false, true} {
+				t.Run(fmt.Sprint("in flight ", inFlight), func(t *testing.T) {
+					c := newBadgeCase(t, d, 3)
+					c.mustSend(t, contract.StatusQueued, "host", alert("a", 1), c.reg)
+					c.mustSend(t, contract.StatusQueued, "host", alert("b", 2), c.reg)
+					calls := c.sched.take()
+					c.clock.Advance(contract.DefaultCoalesce)
+					id := calls[0].BatchID
+					if n := len(c.members(t, id)); n != 2 {
+						t.Fatalf("batch has %d members, want a and b", n)
+					}
+					dismiss := func() { c.mustSend(t, contract.StatusQueued, "host", dismissal("a", 1), c.reg) }
+					if inFlight {
+						c.prov.mu.Lock()
+						c.prov.during = dismiss
+						c.prov.mu.Unlock()
+					}
+					c.deliver(t, id, 1)
+					if !inFlight {
+						dismiss()
+					}
+					c.want(t, "[5]", map[bool]int64{false: 4, true: 5}[inFlight])
+					c.retry(t, id, 0)
+					c.want(t, "[5 4]", 4)
+				})
 			}
 		})
 	}

@@ -22,15 +22,24 @@ import (
 
 // scriptedProvider answers Retry for the first retries messages, Sent
 // after (Terminal when terminal is set), and keeps the badge of each
-// message it got.
+// message it got. during, when set, runs once within the next call, as
+// what happens while a delivery is in flight.
 type scriptedProvider struct {
 	mu       sync.Mutex
 	retries  int
 	terminal bool
 	badges   []int64
+	during   func()
 }
 
 func (p *scriptedProvider) Send(_ context.Context, _ push.Target, m push.Message) push.Outcome {
+	p.mu.Lock()
+	during := p.during
+	p.during = nil
+	p.mu.Unlock()
+	if during != nil {
+		during()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.badges = append(p.badges, m.Badge)

@@ -278,6 +278,15 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 			return nil, fmt.Errorf("claim: %w", err)
 		}
 		c.members = kept
+		if c.raised {
+			// The dropped members gave their part of the raise back: the
+			// push carries the count as it now stands.
+			dev, err := d.store.Device(ctx, b.RegistrationID)
+			if err != nil && !errors.Is(err, store.ErrNoRow) {
+				return nil, fmt.Errorf("claim: %w", err)
+			}
+			c.device.Badged, c.device.Badge = dev.Badged, dev.Badge
+		}
 	}
 	return c, nil
 }

@@ -134,3 +134,31 @@ func (s *Store) giveBack(ctx context.Context, which string, args ...any) (int64,
 	})
 	return n, err
 }
+
+// lowerRaise gives back, in t, what batch id raised beyond keep, the
+// members it carries from now on, while it is in state: keep 0 for a batch
+// a dismissal ended (its raise is then given back whole and settled, as
+// GiveBackBadge settles it), the number left for one a dismissal took
+// members from. Each member counts once, so a push carries the count of
+// the notifications it still brings. Both statements wait for the next
+// round trip. The callers hold what keeps two lowerings of one batch apart:
+// the host lock on an unleased batch at admission, the lease at a claim;
+// a batch ends owed (GiveBackBadges) only when their transaction commits,
+// settled.
+func (t *Tx) lowerRaise(ctx context.Context, id string, keep int, state BatchState) error {
+	err := t.later(ctx, "give back badge", `UPDATE push_devices SET badge_count = CASE
+			WHEN push_devices.badge_count > b.badge_raised - $2 THEN push_devices.badge_count - (b.badge_raised - $2) ELSE 0 END
+		FROM push_delivery_batches b
+		WHERE b.batch_id = $1 AND b.state = $3 AND b.badge_raised > $2
+			AND push_devices.registration_id = b.registration_id AND push_devices.badge_epoch = b.badge_epoch
+			AND push_devices.badge_count IS NOT NULL`, id, int64(keep), string(state))
+	if err != nil {
+		return err
+	}
+	set := `badge_raised = $2`
+	if keep == 0 {
+		set = `badge_raised = -badge_raised`
+	}
+	return t.later(ctx, "give back badge", `UPDATE push_delivery_batches SET `+set+`
+		WHERE batch_id = $1 AND state = $3 AND badge_raised > $2`, id, int64(keep), string(state))
+}
