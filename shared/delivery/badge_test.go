@@ -58,8 +58,9 @@ func (p *scriptedProvider) Send(_ context.Context, _ push.Target, m push.Message
 // whose first attempt is retried and whose second is sent, to a
 // registration without a badge and to one with: the badge adds one round
 // trip to a first attempt (store.StampBadge: the raise, the stamp and COMMIT
-// in one), and none to a retry, which reads its number with the claim. A registration without
-// a badge keeps TestDeliverRoundTrips' count, which that test holds.
+// in one), and none to a retry, which reads its number with the claim; a
+// push that ends unsent gives its raise back in two more. A registration
+// without a badge keeps TestDeliverRoundTrips' count, which that test holds.
 func TestDeliverRoundTripsWithBadge(t *testing.T) {
 	s, rt := mustCountingStore(t, 0)
 	clk := clock.NewManual(start)
@@ -116,7 +117,26 @@ func TestDeliverRoundTripsWithBadge(t *testing.T) {
 		t.Errorf("with a badge %d, %d, %d round trips, want %d, %d, %d (without %d, %d, %d)", bs, bf, br, ps+1, pf+1, pr, ps, pf, pr)
 	}
 	if got := fmt.Sprint(prov.badges); got != "[1 2 2 3 4 4 5 6 6]" {
-		t.Errorf("badges sent %s, want [1 2 2 3 4 4 5 6 6] (each retry its first attempt's)", got)
+		t.Errorf("badges sent %s, want [1 2 2 3 4 4 5 6 6] (each retry the count as it stands)", got)
+	}
+	// A push the provider refuses ends like a sent one, and gives its
+	// raise back: two round trips more (store.GiveBackBadge), only then.
+	refused := func(reg string) int64 {
+		prov.terminal = true
+		defer func() { prov.terminal = false }()
+		seq++
+		e.mustSend(t, contract.StatusQueued, "host", alert("n", seq), reg)
+		id := e.sched.take()[0].BatchID
+		clk.Advance(contract.DefaultCoalesce)
+		return deliver(id)
+	}
+	var pt, bt int64
+	for range 3 { // the first runs also prepare each statement
+		pt, bt = refused(plain), refused(badged)
+	}
+	t.Logf("round trips of a push the provider refuses: without a badge %d, with one %d", pt, bt)
+	if pt != ps || bt != bs+2 {
+		t.Errorf("refused: %d and %d round trips without and with a badge, want %d and %d", pt, bt, ps, bs+2)
 	}
 }
 
