@@ -203,10 +203,11 @@ type Batch struct {
 	Attempts    int
 	ScheduledAt int64
 	CreatedAt   int64
-	// Badge is the badge number its push carries, recorded at its first
-	// attempt (Store.StampBadge); 0 when none was (no badge, a dismissal,
-	// or not yet attempted): a stamped number is at least 1. Read by the
-	// claim only.
+	// Badge is the badge number its first attempt carried, recorded with
+	// the raise (Store.StampBadge); 0 when none was (no badge, a dismissal,
+	// or not yet attempted): a stamped number is at least 1, so a delivery
+	// knows the raise is made. A retry carries the registration's count
+	// instead (Device.Badge). Read by the claim only.
 	Badge int64
 }
 
