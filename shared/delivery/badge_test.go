@@ -21,20 +21,34 @@ import (
 )
 
 // scriptedProvider answers Retry for the first retries messages, Sent
-// after, and keeps the badge of each message it got.
+// after (Terminal when terminal is set), and keeps the badge of each
+// message it got. during, when set, runs once within the next call, as
+// what happens while a delivery is in flight.
 type scriptedProvider struct {
-	mu      sync.Mutex
-	retries int
-	badges  []int64
+	mu       sync.Mutex
+	retries  int
+	terminal bool
+	badges   []int64
+	during   func()
 }
 
 func (p *scriptedProvider) Send(_ context.Context, _ push.Target, m push.Message) push.Outcome {
+	p.mu.Lock()
+	during := p.during
+	p.during = nil
+	p.mu.Unlock()
+	if during != nil {
+		during()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.badges = append(p.badges, m.Badge)
 	if p.retries > 0 {
 		p.retries--
 		return push.Outcome{Kind: push.Retry, Reason: "unavailable"}
+	}
+	if p.terminal {
+		return push.Outcome{Kind: push.Terminal, Reason: "InvalidArgument"}
 	}
 	return push.Outcome{Kind: push.Sent}
 }
@@ -44,8 +58,9 @@ func (p *scriptedProvider) Send(_ context.Context, _ push.Target, m push.Message
 // whose first attempt is retried and whose second is sent, to a
 // registration without a badge and to one with: the badge adds one round
 // trip to a first attempt (store.StampBadge: the raise, the stamp and COMMIT
-// in one), and none to a retry, which reads its number with the claim. A registration without
-// a badge keeps TestDeliverRoundTrips' count, which that test holds.
+// in one), and none to a retry, which reads its number with the claim; a
+// push that ends unsent gives its raise back in two more. A registration
+// without a badge keeps TestDeliverRoundTrips' count, which that test holds.
 func TestDeliverRoundTripsWithBadge(t *testing.T) {
 	s, rt := mustCountingStore(t, 0)
 	clk := clock.NewManual(start)
@@ -102,7 +117,26 @@ func TestDeliverRoundTripsWithBadge(t *testing.T) {
 		t.Errorf("with a badge %d, %d, %d round trips, want %d, %d, %d (without %d, %d, %d)", bs, bf, br, ps+1, pf+1, pr, ps, pf, pr)
 	}
 	if got := fmt.Sprint(prov.badges); got != "[1 2 2 3 4 4 5 6 6]" {
-		t.Errorf("badges sent %s, want [1 2 2 3 4 4 5 6 6] (each retry its first attempt's)", got)
+		t.Errorf("badges sent %s, want [1 2 2 3 4 4 5 6 6] (each retry the count as it stands)", got)
+	}
+	// A push the provider refuses ends like a sent one, and gives its
+	// raise back: two round trips more (store.GiveBackBadge), only then.
+	refused := func(reg string) int64 {
+		prov.terminal = true
+		defer func() { prov.terminal = false }()
+		seq++
+		e.mustSend(t, contract.StatusQueued, "host", alert("n", seq), reg)
+		id := e.sched.take()[0].BatchID
+		clk.Advance(contract.DefaultCoalesce)
+		return deliver(id)
+	}
+	var pt, bt int64
+	for range 3 { // the first runs also prepare each statement
+		pt, bt = refused(plain), refused(badged)
+	}
+	t.Logf("round trips of a push the provider refuses: without a badge %d, with one %d", pt, bt)
+	if pt != ps || bt != bs+2 {
+		t.Errorf("refused: %d and %d round trips without and with a badge, want %d and %d", pt, bt, ps, bs+2)
 	}
 }
 
@@ -127,7 +161,8 @@ func TestBadgeNeverPushesPastTheLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The longest worktreeId of '<' (six bytes on the wire) whose
-			// alert fits without a badge: with 100000 it does not.
+			// alert fits without a badge: with 99999, the count at its cap,
+			// it does not.
 			big := alert("big", 1)
 			for k := 1; ; k++ {
 				n := big
@@ -139,7 +174,7 @@ func TestBadgeNeverPushesPastTheLimit(t *testing.T) {
 				big = n
 			}
 			m := push.Build("host", []contract.Notification{big}, e.now()+contract.EventLifetime.Milliseconds())
-			m.Badge = contract.MaxBadge + 1
+			m.Badge = contract.MaxBadge
 			if len(apns.Body(m)) <= contract.MaxProviderPayload && fcm.Size(m) <= contract.MaxProviderPayload {
 				t.Fatalf("the case is wrong: with its badge the alert is %d bytes to APNs, %d to FCM", len(apns.Body(m)), fcm.Size(m))
 			}
@@ -152,8 +187,8 @@ func TestBadgeNeverPushesPastTheLimit(t *testing.T) {
 					}
 				}
 			}
-			if got := fmt.Sprint(prov.badges); got != "[0 100001]" {
-				t.Errorf("badges sent %s, want [0 100001]: the big alert without, the next with its count", got)
+			if got := fmt.Sprint(prov.badges); got != "[0 99999]" {
+				t.Errorf("badges sent %s, want [0 99999]: the big alert without, the next with its count", got)
 			}
 		})
 	}

@@ -95,6 +95,10 @@ type claimed struct {
 	// device is the registration as read at the claim; empty
 	// RegistrationID when it was deleted.
 	device store.Device
+	// raised reports whether the batch raised its registration's badge
+	// (at this attempt or an earlier one): a batch that ends unsent then
+	// gives the raise back.
+	raised bool
 }
 
 // Deliver claims batchID, sends it, and records the outcome. A task that
@@ -194,15 +198,21 @@ func sinceMillis(clk clock.Clock, at int64) time.Duration {
 }
 
 // badge is the number an alert batch of a registration with a badge
-// carries: the one recorded at its first attempt, or, at that first attempt,
-// the registration's count raised by the notifications it carries, recorded
-// with the batch (store.StampBadge), so that a retry carries the same
-// number and the count moves once per push, not per attempt.
+// carries: the registration's count as it stands, read with the claim, so
+// that a retry never sets the icon back below a newer push's number, the
+// phone's own reset or a new token's 0. At its first attempt the count is
+// first raised by the notifications the batch carries, never past
+// contract.MaxBadge, and the raise recorded with the batch
+// (store.StampBadge), so that the count moves once per push, not per
+// attempt, and a push that ends unsent can give it back (finish).
 func (d *Deliverer) badge(ctx context.Context, c *claimed) (int64, error) {
 	if c.batch.Badge > 0 {
-		return c.batch.Badge, nil
+		c.raised = true
+		return min(c.device.Badge, contract.MaxBadge), nil
 	}
-	return d.store.StampBadge(ctx, c.batch.ID, c.token, c.batch.RegistrationID, len(c.members))
+	n, err := d.store.StampBadge(ctx, c.batch.ID, c.token, c.batch.RegistrationID, len(c.members))
+	c.raised = n > 0
+	return n, err
 }
 
 // send makes the provider call, cut short by Halt.
@@ -229,6 +239,12 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 	}
 	if cl.Expired {
 		d.counters.Inc(obs.DeliveryExpired)
+		if cl.Batch.Badge > 0 {
+			// Raised at an earlier attempt that no provider took.
+			if err := d.store.GiveBackBadge(ctx, batchID); err != nil {
+				return nil, fmt.Errorf("claim: %w", err)
+			}
+		}
 	}
 	if !cl.Leased {
 		if cl.HeldUntil > 0 {
@@ -242,7 +258,7 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 		return nil, nil
 	}
 	b := cl.Batch
-	c := &claimed{batch: b, token: token, attempts: cl.Attempts, device: cl.Device}
+	c := &claimed{batch: b, token: token, attempts: cl.Attempts, device: cl.Device, raised: b.Badge > 0}
 	if c.members, err = d.payloads.decode(b.ID, b.RegistrationID, b.Payload); err != nil {
 		switch {
 		case errors.Is(err, seal.ErrKeyNotHeld): // another instance may hold it (rotation.go)
@@ -262,6 +278,15 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 			return nil, fmt.Errorf("claim: %w", err)
 		}
 		c.members = kept
+		if c.raised {
+			// The dropped members gave their part of the raise back: the
+			// push carries the count as it now stands.
+			dev, err := d.store.Device(ctx, b.RegistrationID)
+			if err != nil && !errors.Is(err, store.ErrNoRow) {
+				return nil, fmt.Errorf("claim: %w", err)
+			}
+			c.device.Badged, c.device.Badge = dev.Badged, dev.Badge
+		}
 	}
 	return c, nil
 }
@@ -295,14 +320,22 @@ func withoutFenced(host string, members []contract.Notification, fences map[stor
 // the registration's other due batches, which this lease held back: they go
 // at once, one after the other. A lost lease records and wakes nothing: the
 // new holder does. The lease token fences the end, so it needs neither a
-// transaction nor the host lock.
+// transaction nor the host lock. A batch that raised its registration's
+// badge and ends in any state but sent gives the raise back: no provider
+// took the push that counted it.
 func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchState, reason string) error {
 	now := d.clock.Now().UnixMilli()
-	_, next, err := d.store.EndLeasedBatch(ctx, c.batch.ID, c.batch.RegistrationID, c.token, state, reason, now)
+	ended, next, err := d.store.EndLeasedBatch(ctx, c.batch.ID, c.batch.RegistrationID, c.token, state, reason, now)
 	if err != nil {
 		return fmt.Errorf("finish: %w", err)
 	}
 	d.wake(ctx, c.batch.RegistrationID, next, now, c.token)
+	if ended && c.raised && state != store.BatchSent {
+		// Should it fail, the sweep gives it back (Store.GiveBackBadges).
+		if err := d.store.GiveBackBadge(ctx, c.batch.ID); err != nil {
+			return fmt.Errorf("finish: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,14 +16,18 @@ import (
 // makes at most sweepRounds passes over batches and retention, so a run stays
 // short however much is pending; the next minute's run goes on where this one
 // stopped. Expired challenges are the exception: anyone can make them, so a
-// run prunes all of them, chunk after chunk, until challengeBudget has passed
-// (issue 26 §2: 20,000 a run was outgrown by a flood of 333 a second).
+// run prunes all of them, chunk after chunk, while its budget lasts (issue 26
+// §2: 20,000 a run was outgrown by a flood of 333 a second).
 const (
 	sweepChunk  = 2000
 	sweepRounds = 10
-	// challengeBudget is real time, for it bounds how long the run holds
-	// Cloud Scheduler's attempt (60 s, infra/tasks.tf) with the rest of the
-	// work still to do; it decides nothing about a row.
+	// sweepBudget is how long a run may go on before it starts no more
+	// pruning: Cloud Scheduler's attempt lasts 60 s (infra/tasks.tf), and
+	// the last chunk and the answer must fit in it. It is read on the
+	// clock, and decides nothing about a row.
+	sweepBudget = 45 * time.Second
+	// challengeBudget is the most of what is left of sweepBudget the
+	// challenges may take, so that a flood of them leaves retention some.
 	challengeBudget = 30 * time.Second
 	// lostGrace is how long after its due time, and after it was last
 	// handed to the scheduler, a pending unleased batch is taken for lost.
@@ -38,8 +43,9 @@ type SweeperOptions struct {
 }
 
 // Sweeper is the work of the sweep function, which Cloud Scheduler calls
-// every minute: it expires overdue batches, prunes what retention lets go,
-// and re-schedules due batches whose task was lost.
+// every minute: it expires overdue batches, gives back the badge raises of
+// pushes that ended unsent, re-schedules due batches whose task was lost,
+// and then prunes what retention lets go.
 type Sweeper struct {
 	store     *store.Store
 	clock     clock.Clock
@@ -58,50 +64,76 @@ func NewSweeper(o SweeperOptions) (*Sweeper, error) {
 
 // SweepReport says what one run did.
 type SweepReport struct {
-	Expired      int64            `json:"expired"`
-	Pruned       map[string]int64 `json:"pruned"`
-	Rescheduled  int              `json:"rescheduled"`
-	ScheduleFail int              `json:"scheduleFailed"`
+	Expired int64 `json:"expired"`
+	// BadgesGivenBack counts the finished batches whose badge raise the
+	// run gave back.
+	BadgesGivenBack int64            `json:"badgesGivenBack"`
+	Pruned          map[string]int64 `json:"pruned"`
+	Rescheduled     int              `json:"rescheduled"`
+	ScheduleFail    int              `json:"scheduleFailed"`
 }
 
-// Sweep runs once at the clock's now.
+// Sweep runs once at the clock's now. The rescue goes first: overdue
+// batches are expired, the badge raises of batches that ended unsent are
+// given back, and lost batches are re-scheduled, the only recovery of an
+// inline delivery whose process died. Pruning (challenges, then retention)
+// gets what is left of sweepBudget. Every step runs whatever became of the
+// others, so a failed prune never skips the rescue nor a failed step the
+// rest; the error joins every step's.
 func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
-	now := s.clock.Now().UnixMilli()
+	began := s.clock.Now()
+	now := began.UnixMilli()
 	r := SweepReport{Pruned: make(map[string]int64)}
+	var errs []error
+	fail := func(err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep: %w", err))
+		}
+	}
+	fail(s.expire(ctx, now, &r))
+	fail(s.giveBack(ctx, &r))
+	fail(s.rescue(ctx, now, &r))
+	deadline := began.Add(sweepBudget)
+	n, err := s.pruneChallenges(ctx, now-contract.ChallengeGrace.Milliseconds(), minTime(deadline, s.clock.Now().Add(challengeBudget)))
+	r.Pruned["push_challenges"] = n
+	fail(err)
+	fail(s.prune(ctx, now, deadline, &r))
+	return r, errors.Join(errs...)
+}
+
+// expire ends the overdue batches, sweepChunk at a time, at most
+// sweepRounds chunks.
+func (s *Sweeper) expire(ctx context.Context, now int64, r *SweepReport) error {
+	defer func() { s.counters.Add(obs.DeliveryExpired, r.Expired) }()
 	for range sweepRounds {
 		n, err := s.store.ExpireOverdue(ctx, now, sweepChunk)
-		if err != nil {
-			return r, fmt.Errorf("sweep: %w", err)
-		}
 		r.Expired += n
-		if n < sweepChunk {
-			break
+		if err != nil || n < sweepChunk {
+			return err
 		}
 	}
-	s.counters.Add(obs.DeliveryExpired, r.Expired)
-	n, err := s.pruneChallenges(ctx, now-contract.ChallengeGrace.Milliseconds())
-	r.Pruned["push_challenges"] = n
-	if err != nil {
-		return r, fmt.Errorf("sweep: %w", err)
-	}
+	return nil
+}
+
+// giveBack gives back the badge raises of the batches that ended unsent
+// (those expire just ended among them), sweepChunk at a time, at most
+// sweepRounds chunks.
+func (s *Sweeper) giveBack(ctx context.Context, r *SweepReport) error {
 	for range sweepRounds {
-		pruned, err := s.store.Prune(ctx, now,
-			contract.HostRetention.Milliseconds(), contract.Retention.Milliseconds(), sweepChunk)
-		if err != nil {
-			return r, fmt.Errorf("sweep: %w", err)
-		}
-		full := false
-		for t, n := range pruned {
-			r.Pruned[t] += n
-			full = full || n == sweepChunk
-		}
-		if !full {
-			break
+		n, err := s.store.GiveBackBadges(ctx, sweepChunk)
+		r.BadgesGivenBack += n
+		if err != nil || n < sweepChunk {
+			return err
 		}
 	}
+	return nil
+}
+
+// rescue re-schedules the due batches whose task may be lost.
+func (s *Sweeper) rescue(ctx context.Context, now int64, r *SweepReport) error {
 	lost, err := s.store.LostBatches(ctx, now, lostGrace.Milliseconds(), sweepChunk)
 	if err != nil {
-		return r, fmt.Errorf("sweep: %w", err)
+		return err
 	}
 	for _, b := range lost {
 		if err := s.scheduler.Schedule(ctx, b.ID, b.RegistrationID, time.UnixMilli(now), ""); err != nil {
@@ -112,17 +144,15 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		r.Rescheduled++
 	}
 	s.counters.Add(obs.SweepRescheduled, int64(r.Rescheduled))
-	return r, nil
+	return nil
 }
 
 // pruneChallenges deletes every challenge that expired before before, in
-// chunks of sweepChunk, until none is left or challengeBudget has passed, and
+// chunks of sweepChunk, until none is left or the clock reads until, and
 // returns how many it deleted.
-func (s *Sweeper) pruneChallenges(ctx context.Context, before int64) (int64, error) {
-	budget, cancel := context.WithTimeout(ctx, challengeBudget)
-	defer cancel()
+func (s *Sweeper) pruneChallenges(ctx context.Context, before int64, until time.Time) (int64, error) {
 	var total int64
-	for budget.Err() == nil {
+	for s.clock.Now().Before(until) {
 		n, err := s.store.PruneChallenges(ctx, before, sweepChunk)
 		total += n
 		if err != nil || n < sweepChunk {
@@ -130,4 +160,33 @@ func (s *Sweeper) pruneChallenges(ctx context.Context, before int64) (int64, err
 		}
 	}
 	return total, nil
+}
+
+// prune deletes what retention lets go, at most sweepRounds chunks, while
+// the clock reads before deadline.
+func (s *Sweeper) prune(ctx context.Context, now int64, deadline time.Time, r *SweepReport) error {
+	for range sweepRounds {
+		if !s.clock.Now().Before(deadline) {
+			return nil
+		}
+		pruned, err := s.store.Prune(ctx, now,
+			contract.HostRetention.Milliseconds(), contract.Retention.Milliseconds(), sweepChunk)
+		full := false
+		for t, n := range pruned {
+			r.Pruned[t] += n
+			full = full || n == sweepChunk
+		}
+		if err != nil || !full {
+			return err
+		}
+	}
+	return nil
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

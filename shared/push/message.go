@@ -49,10 +49,11 @@ type Message struct {
 	// priority whatever it is.
 	Urgency contract.Urgency
 	// Badge is the app-icon badge an alert carries (issue "What the phone
-	// shows"): the registration's count once raised by this push, stamped
-	// by delivery, not by [Build]. 0 means none, and leaves the message's
-	// bytes as they were: a stamped count is at least 1. Dismissals carry
-	// none.
+	// shows"): the registration's count as it stands at the attempt (raised
+	// by this push at its first), stamped by delivery, not by [Build]. 0
+	// means none, and leaves the message's bytes as they were: a count of 0
+	// (a reset, a new token, while a retry waited) goes as none, which
+	// leaves the icon as the phone set it. Dismissals carry none.
 	Badge int64
 	// Sealed reports whether the latest member's content is sealed
 	// (contract.Notification.Sealed): FCM then sends an alert as a

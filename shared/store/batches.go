@@ -158,10 +158,14 @@ func scanCancellable(rows rowSet, err error) ([]BatchPayload, error) {
 }
 
 // SetBatchMembers replaces a pending batch's members with payload (members
-// long, at least one) after a dismissal removed some.
+// long, at least one) after a dismissal removed some, and gives back the
+// part of its badge raise the removed ones made.
 func (t *Tx) SetBatchMembers(ctx context.Context, id, payload string, members int) error {
 	err := t.later(ctx, "set batch members", `UPDATE push_delivery_batches SET payload_json = $2, members = $3
 		WHERE batch_id = $1 AND state = 'pending'`, id, payload, members)
+	if err == nil {
+		err = t.lowerRaise(ctx, id, members, BatchPending)
+	}
 	if err != nil {
 		return fmt.Errorf("set batch members: %w", err)
 	}
@@ -169,10 +173,13 @@ func (t *Tx) SetBatchMembers(ctx context.Context, id, payload string, members in
 }
 
 // DismissBatch finishes a pending batch whose every member a dismissal
-// removed: state dismissed, payload cleared.
+// removed: state dismissed, payload cleared, its badge raise given back.
 func (t *Tx) DismissBatch(ctx context.Context, id string, now int64) error {
 	err := t.later(ctx, "dismiss batch", `UPDATE push_delivery_batches SET state = 'dismissed', payload_json = $2,
 		members = 0, finished_at = $3 WHERE batch_id = $1 AND state = 'pending'`, id, EmptyPayload, now)
+	if err == nil {
+		err = t.lowerRaise(ctx, id, 0, BatchDismissed)
+	}
 	if err != nil {
 		return fmt.Errorf("dismiss batch: %w", err)
 	}
@@ -196,10 +203,11 @@ type Batch struct {
 	Attempts    int
 	ScheduledAt int64
 	CreatedAt   int64
-	// Badge is the badge number its push carries, recorded at its first
-	// attempt (Store.StampBadge); 0 when none was (no badge, a dismissal,
-	// or not yet attempted): a stamped number is at least 1. Read by the
-	// claim only.
+	// Badge is the badge number its first attempt carried, recorded with
+	// the raise (Store.StampBadge); 0 when none was (no badge, a dismissal,
+	// or not yet attempted): a stamped number is at least 1, so a delivery
+	// knows the raise is made. A retry carries the registration's count
+	// instead (Device.Badge). Read by the claim only.
 	Badge int64
 }
 

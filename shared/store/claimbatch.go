@@ -144,10 +144,15 @@ func memberIDs(payload string) []string {
 // that dropped members a dismissal fenced. Both go in one transaction, one
 // round trip on PostgreSQL. A stale holder changes no member; the dropped
 // events are dismissed whoever holds the batch, since a fence only rises.
+// The part of the batch's badge raise the dropped members made is given
+// back (at most members stay counted), with the same round trip.
 func (s *Store) SetLeasedMembers(ctx context.Context, id, token, registrationID, payload string, members int,
 	eventIDs []string, now int64) error {
 	err := s.Tx(ctx, func(t *Tx) error {
 		if err := t.DismissRecipients(ctx, registrationID, eventIDs, now); err != nil {
+			return err
+		}
+		if err := t.lowerRaise(ctx, id, members, BatchPending); err != nil {
 			return err
 		}
 		var n int

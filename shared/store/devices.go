@@ -30,7 +30,8 @@ type Device struct {
 
 // RegisterDevice upserts the host's registration for r.DeviceID: a new token
 // replaces the old one, clears dead and sets a badge back to 0 (it stays
-// opted in; the same token keeps its count). It returns
+// opted in; the same token keeps its count), a new badge epoch (see
+// Store.SetBadge). It returns
 // contract.ErrTooManyDevices when the host already has MaxDevicesPerHost
 // other devices. It runs under the host lock, so the cap holds under
 // concurrency.
@@ -66,7 +67,9 @@ func (s *Store) RegisterDevice(ctx context.Context, host string, r contract.Regi
 				apns_environment = excluded.apns_environment, filter_json = excluded.filter_json,
 				dead_at = NULL, updated_at = excluded.updated_at,
 				badge_count = CASE WHEN push_devices.token = excluded.token THEN push_devices.badge_count
-					WHEN push_devices.badge_count IS NULL THEN NULL ELSE 0 END
+					WHEN push_devices.badge_count IS NULL THEN NULL ELSE 0 END,
+				badge_epoch = CASE WHEN push_devices.token = excluded.token THEN push_devices.badge_epoch
+					ELSE push_devices.badge_epoch + 1 END
 			RETURNING registration_id`,
 			uuid.NewString(), host, r.DeviceID, string(r.Platform), r.Token, env, filter, now).Scan(&id)
 	})
@@ -137,10 +140,12 @@ func (s *Store) DeleteDevice(ctx context.Context, host, registrationID string, n
 
 // SetBadge sets the badge of the host's registration to count, opting it in
 // (contract "badge"): from then on every alert push raises it by the number
-// of notifications it carries. It returns contract.ErrNotFound, changing
+// of notifications it carries. The count starts a new badge epoch: a push
+// raised before it gives nothing back (Store.GiveBackBadge), for the count
+// is now the phone's own. It returns contract.ErrNotFound, changing
 // nothing, when the host owns no such registration.
 func (s *Store) SetBadge(ctx context.Context, host, registrationID string, count int64, now int64) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE push_devices SET badge_count = $3, updated_at = $4
+	res, err := s.db.ExecContext(ctx, `UPDATE push_devices SET badge_count = $3, badge_epoch = badge_epoch + 1, updated_at = $4
 		WHERE registration_id = $1 AND host_fingerprint = $2`, registrationID, host, count, now)
 	if err != nil {
 		return fmt.Errorf("set badge: %w", err)
@@ -153,37 +158,6 @@ func (s *Store) SetBadge(ctx context.Context, host, registrationID string, count
 		return contract.ErrNotFound
 	}
 	return nil
-}
-
-// StampBadge raises the badge of registrationID by n and records the new
-// count as the badge of batch id, leased to token, which must carry n
-// notifications and have no badge yet: a batch's first attempt. It returns
-// the stamped number, or 0 (changing nothing) when the registration has no
-// badge or the batch is not so held. One transaction, one round trip on
-// PostgreSQL: the raise waits and travels with the stamp and COMMIT.
-func (s *Store) StampBadge(ctx context.Context, id, token, registrationID string, n int) (int64, error) {
-	var badge sql.NullInt64
-	err := s.Tx(ctx, func(t *Tx) error {
-		err := t.later(ctx, "raise badge", `UPDATE push_devices SET badge_count = badge_count + $3
-			WHERE registration_id = $1 AND badge_count IS NOT NULL AND EXISTS (SELECT 1 FROM push_delivery_batches
-				WHERE batch_id = $2 AND state = 'pending' AND lease_token = $4 AND badge IS NULL)`,
-			registrationID, id, n, token)
-		if err != nil {
-			return err
-		}
-		err = t.r.final(ctx, `UPDATE push_delivery_batches
-			SET badge = (SELECT d.badge_count FROM push_devices d WHERE d.registration_id = $3)
-			WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2 AND badge IS NULL
-			RETURNING badge`, id, token, registrationID).Scan(&badge)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("stamp badge: %w", err)
-	}
-	return badge.Int64, nil
 }
 
 // Device reads one registration by id; ErrNoRow when there is none.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -65,7 +66,9 @@ func (s *Store) PruneChallenges(ctx context.Context, before int64, limit int) (i
 // expired sessions, hosts without contact for
 // hostRetention that no device names, and events, recipients, fences and
 // finished batches older than retention. It returns the rows deleted per
-// table; a caller repeats while any table returned limit.
+// table; a caller repeats while any table returned limit. A table whose
+// statement fails is left out of the map and its error joined to the
+// others', the other tables pruned all the same.
 func (s *Store) Prune(ctx context.Context, now, hostRetention, retention int64, limit int) (map[string]int64, error) {
 	steps := []struct {
 		table, query string
@@ -94,14 +97,17 @@ func (s *Store) Prune(ctx context.Context, now, hostRetention, retention int64, 
 			[]any{now - retention, limit}},
 	}
 	out := make(map[string]int64, len(steps))
+	var errs []error
 	for _, st := range steps {
+		// A table that fails does not keep the others from their pruning.
 		n, err := s.execN(ctx, "prune "+st.table, st.query, st.args...)
 		if err != nil {
-			return out, err
+			errs = append(errs, err)
+			continue
 		}
 		out[st.table] = n
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 func (s *Store) execN(ctx context.Context, op, query string, args ...any) (int64, error) {
