@@ -71,6 +71,16 @@ func (r report) lost() bool {
 	return r.Lost > 0 || r.Failed > 0 || r.WrongDuplicates > 0 || r.Unreported > 0
 }
 
+// verdict is the soak's result: an error when anything was lost, failed,
+// duplicated wrongly or accepted unreported.
+func (r report) verdict() error {
+	if !r.lost() {
+		return nil
+	}
+	return fmt.Errorf("%d lost, %d failed, %d wrong duplicates, %d unreported (seed %d)",
+		r.Lost, r.Failed, r.WrongDuplicates, r.Unreported, r.Seed)
+}
+
 // sentAlert is one alert a host sent and when: SentAt just before the send
 // and AnsweredAt once its answer came, epoch ms of the soak's clock (the
 // emulator's is the same real clock), so the gateway accepted it between

@@ -145,8 +145,8 @@ func TestCheck(t *testing.T) {
 			if !equalCounts(counts, tt.want) {
 				t.Errorf("counts = %+v, want %+v", counts, tt.want)
 			}
-			if got.lost() != tt.lost {
-				t.Errorf("lost() = %v, want %v", got.lost(), tt.lost)
+			if err := got.verdict(); (err != nil) != tt.lost {
+				t.Errorf("verdict() = %v, want an error: %v", err, tt.lost)
 			}
 			if got.Unreported != len(got.UnreportedEntries) {
 				t.Errorf("%d unreported, %d described: %q", got.Unreported, len(got.UnreportedEntries), got.UnreportedEntries)

@@ -129,10 +129,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	b, _ := json.Marshal(rep)
 	fmt.Fprintf(stdout, "%s\n", b)
-	if rep.lost() {
-		return fmt.Errorf("%d lost, %d failed, %d wrong duplicates (seed %d)", rep.Lost, rep.Failed, rep.WrongDuplicates, o.seed)
-	}
-	return nil
+	return rep.verdict()
 }
 
 func freePort() (int, error) {
