@@ -99,7 +99,7 @@ func (e *emulator) control(ctx context.Context, method, path, body string) error
 // delivery is one provider request the stand-ins received.
 type delivery struct {
 	accepted          bool
-	provider          string // "apns" or "fcm"
+	provider          standin.Provider
 	token, id         string
 	collapse, process string
 	reason            string // the injected fault's that answered it, if one did
@@ -119,7 +119,7 @@ func (e *emulator) inbox(ctx context.Context) ([]delivery, error) {
 	defer resp.Body.Close()
 	var in struct {
 		Deliveries []struct {
-			Provider   string            `json:"provider"`
+			Provider   standin.Provider  `json:"provider"`
 			Status     int               `json:"status"`
 			Reason     string            `json:"reason"`
 			ReceivedAt int64             `json:"receivedAt"`
@@ -222,7 +222,7 @@ func (s *soak) arm(ctx context.Context, name string, f standin.Fault, kill bool)
 		return err
 	}
 	p := &s.procs[len(s.procs)-1]
-	p.injections = append(p.injections, injection{name: name, provider: string(f.Provider), at: s.clk.Now().UnixMilli(),
+	p.injections = append(p.injections, injection{name: name, provider: f.Provider, at: s.clk.Now().UnixMilli(),
 		times: max(f.Times, 1), hang: f.Hang, kill: kill})
 	return s.em.control(ctx, "POST", "/_emulator/faults", string(body))
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/providers/standin"
 )
 
 // payloadKeyUnknown is the reason a batch ends expired when no key of the
@@ -103,7 +104,7 @@ func (a sentAlert) deadline() int64 {
 // phone is one registration of a host.
 type phone struct {
 	id, device, token string
-	provider          string // "apns" or "fcm", as the stand-ins' inbox names it
+	provider          standin.Provider
 }
 
 // fleetHost is what the check needs of one host: its phones, the alerts

@@ -4,8 +4,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/providers/standin"
 )
 
 // The check's fixture: one host with an iPhone and a Pixel, which sent n1
@@ -16,7 +18,7 @@ const (
 	pixelTok  = "ffff"
 )
 
-var lifetime = contract.EventLifetime.Milliseconds()
+const lifetime = int64(contract.EventLifetime / time.Millisecond)
 
 func fixtureHost() fleetHost {
 	return fleetHost{
@@ -43,7 +45,7 @@ var (
 	expired = contract.RecipientReceipt{Status: contract.ReceiptExpired, Reason: "expired"}
 )
 
-func accepted(provider, token, id string, at int64) delivery {
+func accepted(provider standin.Provider, token, id string, at int64) delivery {
 	return delivery{accepted: true, provider: provider, token: token, id: id, collapse: id, process: "1", receivedAt: at}
 }
 
@@ -192,7 +194,7 @@ func equalCounts(a, b report) bool {
 // does not).
 func TestFaultWindows(t *testing.T) {
 	timeout := contract.ProviderTimeout.Milliseconds()
-	faulted := func(provider, reason string, at int64) delivery {
+	faulted := func(provider standin.Provider, reason string, at int64) delivery {
 		return delivery{provider: provider, reason: reason, receivedAt: at}
 	}
 	procs := []process{

@@ -215,7 +215,7 @@ func (s *soak) provision(ctx context.Context) error {
 				provider = standin.APNS
 			}
 			h.regs = append(h.regs, id)
-			h.phones = append(h.phones, phone{id: id, device: p.DeviceID, token: p.Token, provider: string(provider)})
+			h.phones = append(h.phones, phone{id: id, device: p.DeviceID, token: p.Token, provider: provider})
 		}
 		s.hosts = append(s.hosts, h)
 	}

@@ -6,16 +6,18 @@ import (
 	"slices"
 
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/providers/standin"
 )
 
 // injection is one fault the soak armed at a stand-in: times requests to
 // provider (every token) get its answer, in the order faults were armed.
 type injection struct {
-	name, provider string
-	at             int64 // epoch ms, just before it was armed
-	times          int
-	hang           bool
-	kill           bool // the hang armed before a kill, not a provider fault
+	name     string
+	provider standin.Provider
+	at       int64 // epoch ms, just before it was armed
+	times    int
+	hang     bool
+	kill     bool // the hang armed before a kill, not a provider fault
 }
 
 // process is one emulator process's faults: those armed while it ran, and
@@ -32,9 +34,10 @@ type process struct {
 // until its process ended or the faults were cleared when it still had
 // answers left.
 type faultWindow struct {
-	name, provider string
-	start, end     int64
-	kill           bool
+	name       string
+	provider   standin.Provider
+	start, end int64
+	kill       bool
 }
 
 func (w faultWindow) String() string {
@@ -48,7 +51,7 @@ func (w faultWindow) String() string {
 func faultWindows(procs []process, inboxes [][]delivery) []faultWindow {
 	var out []faultWindow
 	for i, p := range procs {
-		faulted := make(map[string][]delivery)
+		faulted := make(map[standin.Provider][]delivery)
 		if i < len(inboxes) {
 			for _, d := range inboxes[i] {
 				if d.reason != "" {
@@ -83,9 +86,9 @@ func faultWindows(procs []process, inboxes [][]delivery) []faultWindow {
 // reach is how long after a fault's last answer it may still hold a
 // recipient back: the longest retry delay a faulted answer from provider
 // can bring (contract's backoff cap, and FCM's minimum after a 429).
-func reach(provider string) int64 {
+func reach(provider standin.Provider) int64 {
 	d := contract.MaxBackoff
-	if provider == "fcm" {
+	if provider == standin.FCM {
 		d = max(d, contract.FCMRateLimitedRetryMin)
 	}
 	return d.Milliseconds()
@@ -98,7 +101,7 @@ func reach(provider string) int64 {
 // returns nil when they leave a gap: a kill or a PostgreSQL restart never
 // explains an expiry, for the sweep rescues what a dead process held long
 // before a deadline of minutes.
-func explain(a sentAlert, provider string, windows []faultWindow) []string {
+func explain(a sentAlert, provider standin.Provider, windows []faultWindow) []string {
 	var ws []faultWindow
 	for _, w := range windows {
 		if w.provider == provider && !w.kill {
