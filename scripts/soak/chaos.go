@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/providers/standin"
 )
 
 // readyTimeout bounds the wait for the emulator's ready line.
@@ -99,8 +99,10 @@ func (e *emulator) control(ctx context.Context, method, path, body string) error
 // delivery is one provider request the stand-ins received.
 type delivery struct {
 	accepted          bool
+	provider          standin.Provider
 	token, id         string
 	collapse, process string
+	reason            string // the injected fault's that answered it, if one did
 	receivedAt        int64
 }
 
@@ -117,7 +119,9 @@ func (e *emulator) inbox(ctx context.Context) ([]delivery, error) {
 	defer resp.Body.Close()
 	var in struct {
 		Deliveries []struct {
+			Provider   standin.Provider  `json:"provider"`
 			Status     int               `json:"status"`
+			Reason     string            `json:"reason"`
 			ReceivedAt int64             `json:"receivedAt"`
 			Path       string            `json:"path"`
 			Headers    map[string]string `json:"headers"`
@@ -144,8 +148,8 @@ func (e *emulator) inbox(ctx context.Context) ([]delivery, error) {
 	out := make([]delivery, len(in.Deliveries))
 	for i, d := range in.Deliveries {
 		b := d.Body
-		out[i] = delivery{accepted: d.Status == http.StatusOK, token: strings.TrimPrefix(d.Path, "/3/device/"),
-			id: b.Orca.NotificationID, collapse: d.Headers["apns-collapse-id"], process: pid, receivedAt: d.ReceivedAt}
+		out[i] = delivery{accepted: d.Status == http.StatusOK, provider: d.Provider, token: strings.TrimPrefix(d.Path, "/3/device/"),
+			id: b.Orca.NotificationID, collapse: d.Headers["apns-collapse-id"], process: pid, reason: d.Reason, receivedAt: d.ReceivedAt}
 		if b.Message.Token != "" {
 			out[i].token, out[i].id, out[i].collapse = b.Message.Token, b.Message.Data.NotificationID, b.Message.Android.CollapseKey
 		}
@@ -155,16 +159,23 @@ func (e *emulator) inbox(ctx context.Context) ([]delivery, error) {
 
 // providerFaults are the stand-in faults the soak injects besides kills:
 // each is retried by the gateway and must not lose an alert.
-var providerFaults = []struct{ name, body string }{
-	{"apns 500", `{"provider":"apns","token":"*","status":500,"reason":"InternalServerError","times":3}`},
-	{"apns 429", `{"provider":"apns","token":"*","status":429,"reason":"TooManyRequests","retryAfter":"1","times":3}`},
-	{"apns reset", `{"provider":"apns","token":"*","reset":true,"times":2}`},
-	{"apns hang", `{"provider":"apns","token":"*","hang":true,"times":1}`},
-	{"fcm 503", `{"provider":"fcm","token":"*","status":503,"reason":"UNAVAILABLE","retryAfter":"1","times":3}`},
-	{"fcm 500", `{"provider":"fcm","token":"*","status":500,"reason":"INTERNAL","times":3}`},
-	{"fcm reset", `{"provider":"fcm","token":"*","reset":true,"times":2}`},
-	{"fcm hang", `{"provider":"fcm","token":"*","hang":true,"times":1}`},
+var providerFaults = []struct {
+	name string
+	f    standin.Fault
+}{
+	{"apns 500", standin.Fault{Provider: standin.APNS, Token: "*", Status: 500, Reason: "InternalServerError", Times: 3}},
+	{"apns 429", standin.Fault{Provider: standin.APNS, Token: "*", Status: 429, Reason: "TooManyRequests", RetryAfter: "1", Times: 3}},
+	{"apns reset", standin.Fault{Provider: standin.APNS, Token: "*", Reset: true, Times: 2}},
+	{"apns hang", standin.Fault{Provider: standin.APNS, Token: "*", Hang: true, Times: 1}},
+	{"fcm 503", standin.Fault{Provider: standin.FCM, Token: "*", Status: 503, Reason: "UNAVAILABLE", RetryAfter: "1", Times: 3}},
+	{"fcm 500", standin.Fault{Provider: standin.FCM, Token: "*", Status: 500, Reason: "INTERNAL", Times: 3}},
+	{"fcm reset", standin.Fault{Provider: standin.FCM, Token: "*", Reset: true, Times: 2}},
+	{"fcm hang", standin.Fault{Provider: standin.FCM, Token: "*", Hang: true, Times: 1}},
 }
+
+// killHang is the fault armed at both stand-ins before a kill: every
+// request hangs until the process dies.
+const killHang = 1_000_000
 
 // injectFaults injects one fault at random times until ctx ends: a third of
 // them kills, a sixth PostgreSQL restarts (with -private-postgres), the
@@ -187,25 +198,41 @@ func (s *soak) injectFaults(ctx context.Context) error {
 			if err := s.pg.restart(context.WithoutCancel(ctx)); err != nil {
 				return err
 			}
-			s.pgRestarts = append(s.pgRestarts, clock.Real{}.Now().UnixMilli())
+			s.pgRestarts = append(s.pgRestarts, s.clk.Now().UnixMilli())
 			s.faults["postgres restart"]++
 			continue
 		}
 		f := providerFaults[s.r.IntN(len(providerFaults))]
-		if err := s.em.control(ctx, "POST", "/_emulator/faults", f.body); err != nil && ctx.Err() == nil {
-			return err
+		if err := s.arm(ctx, f.name, f.f, false); err != nil {
+			if ctx.Err() == nil {
+				return err
+			}
+			continue
 		}
 		s.faults[f.name]++
 	}
+}
+
+// arm arms f at the stand-ins of the running process and records it, so
+// that the check can tell when it held its provider. A fault whose arming
+// failed is recorded too: it may have been armed all the same.
+func (s *soak) arm(ctx context.Context, name string, f standin.Fault, kill bool) error {
+	body, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	p := &s.procs[len(s.procs)-1]
+	p.injections = append(p.injections, injection{name: name, provider: f.Provider, at: s.clk.Now().UnixMilli(),
+		times: max(f.Times, 1), hang: f.Hang, kill: kill})
+	return s.em.control(ctx, "POST", "/_emulator/faults", string(body))
 }
 
 // killAndRestart makes every provider request hang, so that nothing is
 // accepted any more, keeps the inbox, kills the process with SIGKILL and
 // starts another.
 func (s *soak) killAndRestart(ctx context.Context) error {
-	for _, p := range []string{"apns", "fcm"} {
-		if err := s.em.control(ctx, "POST", "/_emulator/faults",
-			`{"provider":"`+p+`","token":"*","hang":true,"times":1000000}`); err != nil {
+	for _, p := range []standin.Provider{standin.APNS, standin.FCM} {
+		if err := s.arm(ctx, "kill", standin.Fault{Provider: p, Token: "*", Hang: true, Times: killHang}, true); err != nil {
 			return err
 		}
 	}
@@ -215,7 +242,10 @@ func (s *soak) killAndRestart(ctx context.Context) error {
 	}
 	s.inboxes = append(s.inboxes, in)
 	s.em.kill()
+	p := &s.procs[len(s.procs)-1]
+	p.end, p.killed = s.clk.Now().UnixMilli(), true
 	s.kills++
+	s.procs = append(s.procs, process{})
 	return s.em.start(ctx)
 }
 
@@ -228,8 +258,8 @@ func (s *soak) drain(ctx context.Context) ([][]contract.Receipt, error) {
 		final := true
 		for i, h := range s.hosts {
 			events := make([]contract.EventRef, len(h.accepted))
-			for j, n := range h.accepted {
-				events[j] = contract.EventRef{Kind: n.EffectiveKind(), Epoch: n.Epoch, Seq: n.Seq}
+			for j, a := range h.accepted {
+				events[j] = contract.EventRef{Kind: a.n.EffectiveKind(), Epoch: a.n.Epoch, Seq: a.n.Seq}
 			}
 			rs, err := h.c.Receipts(ctx, events)
 			if err != nil {

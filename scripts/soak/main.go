@@ -14,14 +14,25 @@
 // the kill, so the inboxes read, with the last process's at the end, hold
 // every request a provider accepted.
 //
+// The soak calls the sweep function every minute, as Cloud Scheduler does
+// whatever becomes of the instances (the emulator's own minute starts again
+// with each process). It records every fault it arms, per process, and the
+// inboxes' faulted requests give each one's window: from when it was armed
+// to its last answer (a hang's until the provider timeout).
+//
 // After -duration the soak stops sending, clears the faults and waits (at
 // most -drain) until POST /v1/receipts gives every recipient of every
 // accepted alert a final state. Then each must be sent, with a request the
-// stand-in accepted, or expired with its reason; a copy accepted twice must
-// carry the same collapse id and the two copies must straddle a kill or a
-// PostgreSQL restart (the provider accepted, the gateway could not record
-// so). It prints the
-// counts as one line of JSON and exits 1 on any loss or wrong duplicate.
+// stand-in accepted, or expired through the soak's own faults: the provider
+// fault windows of its phone's provider, each reaching the longest retry
+// delay past its end, held from the alert's answer until its deadline. Any
+// other expiry is a loss, payload_key_unknown always, and the report names
+// each expiry's windows or says why it is a loss. A request a stand-in
+// accepted for a recipient whose receipt is not sent is unreported. A copy
+// accepted twice must carry the same collapse id and the two copies must
+// straddle a kill or a PostgreSQL restart (the provider accepted, the
+// gateway could not record so). It prints the counts as one line of JSON
+// and exits 1 on any loss, failure, wrong duplicate or unreported request.
 package main
 
 import (

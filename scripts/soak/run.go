@@ -21,7 +21,11 @@ import (
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/hostclient"
+	"onorca.dev/push/shared/providers/standin"
 )
+
+// sweepPath is the emulator's path of the sweep function.
+const sweepPath = "/_internal/sweep"
 
 // errUsage marks a command line the soak does not understand.
 var errUsage = errors.New("usage")
@@ -114,7 +118,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer em.kill()
-	s := &soak{o: o, em: em, pg: pg, r: mrand.New(mrand.NewPCG(o.seed, o.seed+1)), stderr: stderr}
+	s := &soak{o: o, em: em, pg: pg, r: mrand.New(mrand.NewPCG(o.seed, o.seed+1)), stderr: stderr, clk: clock.Real{},
+		procs: []process{{}}}
 	if err := s.provision(ctx); err != nil {
 		return err
 	}
@@ -124,10 +129,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	b, _ := json.Marshal(rep)
 	fmt.Fprintf(stdout, "%s\n", b)
-	if rep.lost() {
-		return fmt.Errorf("%d lost, %d failed, %d wrong duplicates (seed %d)", rep.Lost, rep.Failed, rep.WrongDuplicates, o.seed)
-	}
-	return nil
+	return rep.verdict()
 }
 
 func freePort() (int, error) {
@@ -153,13 +155,17 @@ func (ip hostIP) RoundTrip(r *http.Request) (*http.Response, error) {
 // host is one desktop of the fleet and what it sent.
 type host struct {
 	c      *hostclient.Client
-	regs   []string          // its phones' registration ids
-	tokens map[string]string // registration id → device token
-	// mu guards accepted and seq.
+	clk    clock.Clock
+	regs   []string // its phones' registration ids
+	phones []phone
+	// mu guards seq, accepted, unsure and unchecked.
 	mu       sync.Mutex
 	seq      int64
-	accepted []contract.Notification // every alert queued for all its phones
-	unsure   int                     // sends whose answer never came
+	accepted []sentAlert // every alert queued for all its phones
+	unsure   int         // sends whose answer never came
+	// unchecked are the ids of alerts sent without an answer, or queued
+	// for some of its phones only: a provider may accept them or not.
+	unchecked map[string]bool
 }
 
 type soak struct {
@@ -169,10 +175,14 @@ type soak struct {
 	r      *mrand.Rand // the fault schedule; only the fault loop uses it
 	stderr io.Writer
 	hosts  []*host
+	clk    clock.Clock
 	// inboxes are the stand-ins' inboxes read before each kill, in order.
 	inboxes [][]delivery
-	kills   int
-	faults  map[string]int
+	// procs are the emulator processes' armed faults, in order: the last
+	// is the running one.
+	procs  []process
+	kills  int
+	faults map[string]int
 	// pgRestarts are when the cluster came back from each restart, in
 	// epoch ms: a copy accepted again after one is explained by it.
 	pgRestarts []int64
@@ -190,7 +200,7 @@ func (s *soak) provision(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		h := &host{c: c, tokens: make(map[string]string)}
+		h := &host{c: c, clk: s.clk, unchecked: make(map[string]bool)}
 		phones := []hostclient.RegisterParams{
 			{DeviceID: "iphone", Platform: contract.PlatformIOS, Token: fmt.Sprintf("%064x", 1000+i), APNSEnvironment: contract.APNSSandbox},
 			{DeviceID: "pixel", Platform: contract.PlatformAndroid, Token: fmt.Sprintf("soak-fcm-token-%040d", i)},
@@ -200,8 +210,12 @@ func (s *soak) provision(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("register: %w", err)
 			}
+			provider := standin.FCM
+			if p.Platform == contract.PlatformIOS {
+				provider = standin.APNS
+			}
 			h.regs = append(h.regs, id)
-			h.tokens[id] = p.Token
+			h.phones = append(h.phones, phone{id: id, device: p.DeviceID, token: p.Token, provider: provider})
 		}
 		s.hosts = append(s.hosts, h)
 	}
@@ -218,6 +232,9 @@ func (s *soak) soak(ctx context.Context) (report, error) {
 		wg.Go(func() { h.send(sendCtx, every) })
 	}
 	s.faults = make(map[string]int)
+	sweepCtx, stopSweeps := context.WithCancel(ctx)
+	defer stopSweeps()
+	go s.sweepEveryMinute(sweepCtx)
 	err := s.injectFaults(sendCtx)
 	wg.Wait()
 	if err != nil {
@@ -226,6 +243,7 @@ func (s *soak) soak(ctx context.Context) (report, error) {
 	if err := s.em.control(ctx, "DELETE", "/_emulator/faults", ""); err != nil {
 		return report{}, err
 	}
+	s.procs[len(s.procs)-1].end = s.clk.Now().UnixMilli()
 	receipts, err := s.drain(ctx)
 	if err != nil {
 		return report{}, err
@@ -234,7 +252,32 @@ func (s *soak) soak(ctx context.Context) (report, error) {
 	if err != nil {
 		return report{}, err
 	}
-	return s.check(receipts, append(s.inboxes, last)), nil
+	inboxes := append(s.inboxes, last)
+	f := fates{seed: s.o.seed, kills: s.kills, faults: s.faults, receipts: receipts, inboxes: inboxes,
+		windows: faultWindows(s.procs, inboxes), pgRestarts: s.pgRestarts}
+	for _, h := range s.hosts {
+		f.unsure += h.unsure
+		f.hosts = append(f.hosts, fleetHost{phones: h.phones, accepted: h.accepted, unchecked: h.unchecked})
+	}
+	return check(f), nil
+}
+
+// sweepEveryMinute calls the emulator's sweep function each real minute
+// until ctx ends, as Cloud Scheduler calls it whatever becomes of the
+// instances: the emulator's own minute restarts with each process, and the
+// kills come faster. A call that fails (a process being killed) waits for
+// the next minute.
+func (s *soak) sweepEveryMinute(ctx context.Context) {
+	t := time.NewTicker(time.Minute) // a process boundary: real time
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.em.control(ctx, "POST", sweepPath, "")
+		}
+	}
 }
 
 // send sends one alert to both phones every interval until ctx ends.
@@ -252,15 +295,20 @@ func (h *host) send(ctx context.Context, every time.Duration) {
 		n := contract.Notification{NotificationID: "n" + strconv.FormatInt(h.seq, 10), Seq: h.seq, Epoch: "soak",
 			Source: contract.SourceAgentTaskComplete, AgentState: contract.AgentFinished, Title: "soak", Body: "alert"}
 		h.mu.Unlock()
+		sentAt := h.clk.Now().UnixMilli()
 		res, err := h.c.Send(context.WithoutCancel(ctx), h.regs, n)
+		a := sentAlert{n: n, sentAt: sentAt, answeredAt: h.clk.Now().UnixMilli()}
 		h.mu.Lock()
 		switch {
 		case err != nil:
 			// The process may have died with it: it may or may not
 			// have been admitted, so it is not counted either way.
 			h.unsure++
+			h.unchecked[n.NotificationID] = true
 		case len(res) == len(h.regs) && res[0].Status == contract.StatusQueued && res[1].Status == contract.StatusQueued:
-			h.accepted = append(h.accepted, n)
+			h.accepted = append(h.accepted, a)
+		default:
+			h.unchecked[n.NotificationID] = true
 		}
 		h.mu.Unlock()
 	}
