@@ -29,15 +29,23 @@ type badgeCase struct {
 // newBadgeCase opts a new registration in with count.
 func newBadgeCase(t *testing.T, d storetest.Dialect, count int64) *badgeCase {
 	t.Helper()
+	return newBadgeCaseOn(t, storetest.Open(t, d), "phone", count)
+}
+
+// newBadgeCaseOn sets a badgeCase up on s: the registration of device
+// (host "host") with its badge at count, delivered by a deliverer whose
+// provider answers as scripted.
+func newBadgeCaseOn(t *testing.T, s *store.Store, device string, count int64) *badgeCase {
+	t.Helper()
 	clk := clock.NewManual(start)
-	e := mustEnvOn(t, storetest.Open(t, d), clk)
+	e := mustEnvOn(t, s, clk)
 	prov := &scriptedProvider{}
 	dl, err := delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: e.store, Clock: clk,
 		Counters: e.counters, Scheduler: delivery.NopScheduler{}, APNS: prov, FCM: prov})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &badgeCase{env: e, prov: prov, dl: dl, reg: e.device(t, "host", "phone")}
+	c := &badgeCase{env: e, prov: prov, dl: dl, reg: e.device(t, "host", device)}
 	if err := e.store.SetBadge(context.Background(), "host", c.reg, count, e.now()); err != nil {
 		t.Fatal(err)
 	}
@@ -293,16 +301,7 @@ func TestBadgeGivenBackOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			c := &badgeCase{env: mustEnvOn(t, s, clock.NewManual(start)), prov: &scriptedProvider{}}
-			c.dl, err = delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: s, Clock: c.clock,
-				Counters: c.counters, Scheduler: delivery.NopScheduler{}, APNS: c.prov, FCM: c.prov})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.reg = c.device(t, "host", "phone")
-			if err := s.SetBadge(ctx, "host", c.reg, 3, c.now()); err != nil {
-				t.Fatal(err)
-			}
+			c := newBadgeCaseOn(t, s, "phone", 3)
 			for i := range 5 {
 				a := c.alert(t, fmt.Sprint("a", i), int64(2*i+1))
 				c.deliver(t, a, 1)

@@ -10,7 +10,6 @@ import (
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
-	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -39,16 +38,7 @@ func newRescueCase(t *testing.T, d storetest.Dialect) *rescueCase {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	c := &badgeCase{env: mustEnvOn(t, s, clock.NewManual(start)), prov: &scriptedProvider{}}
-	c.dl, err = delivery.NewDeliverer(delivery.DelivererOptions{Keys: sealtest.Ring(t), Store: s, Clock: c.clock,
-		Counters: c.counters, Scheduler: delivery.NopScheduler{}, APNS: c.prov, FCM: c.prov})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.reg = c.device(t, "host", "badged")
-	if err := s.SetBadge(ctx, "host", c.reg, 3, c.now()); err != nil {
-		t.Fatal(err)
-	}
+	c := newBadgeCaseOn(t, s, "badged", 3)
 	r := &rescueCase{env: c.env, opts: opts, badged: c.reg, challenges: 3}
 	r.overdue = c.alert(t, "a", 1)
 	c.deliver(t, r.overdue, 1)
