@@ -126,3 +126,19 @@ func TestPlainMembersOnlyWhereAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestPreviousVersionLeavesNewSeals: the previous version opened a sealed
+// member's whole text with Ring.Open; "v2.<key id>" is then a key id no
+// ring holds (ids have no '.'), so an instance of that version leaves a
+// batch sealed now for a newer instance (seal.ErrKeyNotHeld, rotation.go)
+// instead of ending it as unopenable while an upgrade rolls out.
+func TestPreviousVersionLeavesNewSeals(t *testing.T) {
+	keys := sealtest.Ring(t)
+	ms, ok := scanFast([]byte(payloads{keys}.encode("b", "r", []contract.Notification{boundAlert("a")})))
+	if !ok || len(ms) != 1 {
+		t.Fatalf("scanFast = %+v, %v; want one member", ms, ok)
+	}
+	if _, err := keys.Open(nil, ms[0].sealed, adV1(nil, "b", "r")); !errors.Is(err, seal.ErrKeyNotHeld) {
+		t.Fatalf("Open(%s) under the previous version = %v, want seal.ErrKeyNotHeld", ms[0].sealed, err)
+	}
+}
