@@ -22,6 +22,8 @@ func TestFlags(t *testing.T) {
 		{"decreasing counts", []string{"-sends", "400,100"}},
 		{"port out of range", []string{"-port", "65536"}},
 		{"unknown mode", []string{"-mode", "deliver"}},
+		{"members at the batch cap", []string{"-mode", "window", "-members", "32"}},
+		{"no rounds", []string{"-mode", "window", "-rounds", "0"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
