@@ -348,7 +348,7 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 	// the sends are window/(k+1) apart.
 	step := contract.QuotaWindow / time.Duration(k+1)
 	for i := range k + 1 + n {
-		if err := send(ctx, a, ids, i); err != nil {
+		if err := send(ctx, a, ids, i, epoch); err != nil {
 			return err
 		}
 		clk.Advance(step)
@@ -416,12 +416,15 @@ func admission(ctx context.Context, s *store.Store, clk *clock.Manual, deliver b
 	return a, ids, nil
 }
 
-// send admits the counted host's ith send to ids, and fails unless every
-// registration queued it.
-func send(ctx context.Context, a *delivery.Admission, ids []string, i int) error {
+// epoch is the notificationEpoch of -mode send's alerts: a UUID, as Orca's.
+const epoch = "3f1c2a9e-5b7d-4c1e-9a4f-1e2d3c4b5a69"
+
+// send admits the counted host's ith send, of epoch, to ids, and fails
+// unless every registration queued it.
+func send(ctx context.Context, a *delivery.Admission, ids []string, i int, epoch string) error {
 	b := fmt.Appendf(nil, `{"v":1,"registrationIds":%s,"notification":{"notificationId":"task-%d",`+
-		`"notificationSeq":%d,"notificationEpoch":"3f1c2a9e-5b7d-4c1e-9a4f-1e2d3c4b5a69","source":"agent-task-complete",`+
-		`"agentState":"finished","title":"Refactor finished","body":"All green"}}`, quoted(ids), i, i)
+		`"notificationSeq":%d,"notificationEpoch":%q,"source":"agent-task-complete",`+
+		`"agentState":"finished","title":"Refactor finished","body":"All green"}}`, quoted(ids), i, i, epoch)
 	req, err := contract.DecodeSendRequest(b)
 	if err != nil {
 		return err
