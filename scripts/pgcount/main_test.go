@@ -98,3 +98,35 @@ func TestCountModes(t *testing.T) {
 		t.Errorf("counted %v", per)
 	}
 }
+
+// TestCountWindow counts sends that join open batches on a real cluster: a
+// join into a batch of 16 members costs more than one into a batch of 1
+// (it rewrites the member list), and each run checked that every send
+// joined.
+func TestCountWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL under valgrind four times")
+	}
+	if _, err := exec.LookPath("valgrind"); err != nil || newestPGBin() == "" {
+		t.Skip("needs valgrind and PostgreSQL's server binaries")
+	}
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), []string{"-mode", "window", "-regs", "1", "-members", "1,16", "-rounds", "3"}, &out, &errs); err != nil {
+		t.Fatalf("run: %v\n%s", err, errs.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "pgcount mode=window regs=1 members=1 instructions/joining send=") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	var per []int64
+	for _, line := range []string{lines[1], lines[3]} {
+		var m struct{ InstructionsPerSend int64 }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		per = append(per, m.InstructionsPerSend)
+	}
+	if per[0] < 100_000 || per[1] <= per[0] {
+		t.Errorf("counted %v instructions per joining send at 1 and 16 members, want hundreds of thousands, rising", per)
+	}
+}
