@@ -140,7 +140,7 @@ func (s *instances) sealedWith(t *testing.T, id string) string {
 	if err := s.db.QueryRow(`SELECT payload_json FROM push_delivery_batches WHERE batch_id = $1`, id).Scan(&payload); err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(payload, `"sealed":"`)
+	_, rest, ok := strings.Cut(payload, `"sealed":"v2.`)
 	key, _, _ := strings.Cut(rest, ":")
 	if !ok {
 		t.Fatalf("batch %s holds no sealed member: %s", id, payload)

@@ -22,6 +22,8 @@ func TestFlags(t *testing.T) {
 		{"decreasing counts", []string{"-sends", "400,100"}},
 		{"port out of range", []string{"-port", "65536"}},
 		{"unknown mode", []string{"-mode", "deliver"}},
+		{"members at the batch cap", []string{"-mode", "window", "-members", "32"}},
+		{"no rounds", []string{"-mode", "window", "-rounds", "0"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -94,5 +96,37 @@ func TestCountModes(t *testing.T) {
 	// delivery; an insert transaction is tens of thousands.
 	if per["push"] < 300_000 || per["insert"] <= 0 || per["insert"] > per["push"]/5 {
 		t.Errorf("counted %v", per)
+	}
+}
+
+// TestCountWindow counts sends that join open batches of 1 and of 16
+// members on a real cluster; each run checks that every send joined. Runs
+// of 3 rounds read first plans and cold caches (a join at 16 members may
+// count less than one at 1), so only the order of magnitude is held.
+func TestCountWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL under valgrind four times")
+	}
+	if _, err := exec.LookPath("valgrind"); err != nil || newestPGBin() == "" {
+		t.Skip("needs valgrind and PostgreSQL's server binaries")
+	}
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), []string{"-mode", "window", "-regs", "1", "-members", "1,16", "-rounds", "3"}, &out, &errs); err != nil {
+		t.Fatalf("run: %v\n%s", err, errs.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "pgcount mode=window regs=1 members=1 instructions/joining send=") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	var per []int64
+	for _, line := range []string{lines[1], lines[3]} {
+		var m struct{ InstructionsPerSend int64 }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		per = append(per, m.InstructionsPerSend)
+	}
+	if per[0] < 100_000 || per[1] < 100_000 {
+		t.Errorf("counted %v instructions per joining send at 1 and 16 members, want hundreds of thousands each", per)
 	}
 }

@@ -39,6 +39,7 @@ type options struct {
 	regs     []int
 	inWindow []int
 	sends    [2]int
+	window   windowOptions
 	pgbin    string
 	port     int
 }
@@ -59,6 +60,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.remove()
+	if o.mode == "window" {
+		return c.runWindow(ctx, o, stdout)
+	}
 	for _, regs := range o.regs {
 		for _, k := range o.inWindow {
 			var total [2]int64
@@ -91,6 +95,7 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&regs, "regs", regs, "registrations per request, one measurement each (comma-separated)")
 	fs.StringVar(&inWindow, "in-window", inWindow, "the host's events in its quota window at each send, one measurement each (comma-separated)")
 	fs.StringVar(&sends, "sends", sends, "the two numbers of counted sends whose totals are compared")
+	members := o.window.flags(fs)
 	fs.StringVar(&o.pgbin, "pgbin", newestPGBin(), "the directory of PostgreSQL's server binaries")
 	fs.IntVar(&o.port, "port", 0, "the private cluster's port, on 127.0.0.1 (0: a free one)")
 	if err := fs.Parse(args); err != nil {
@@ -100,9 +105,15 @@ func parse(args []string, stdout io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if _, ok := unit[o.mode]; !ok {
-		return o, fmt.Errorf("%w: -mode must be send, push or insert", errUsage)
+		return o, fmt.Errorf("%w: -mode must be send, push, window or insert", errUsage)
 	}
 	var err error
+	if o.window.members, err = ints(*members, 1, contract.MaxBatchMembers-1); err != nil {
+		return o, fmt.Errorf("%w: -members: %w", errUsage, err)
+	}
+	if o.window.rounds < 1 {
+		return o, fmt.Errorf("%w: -rounds must be at least 1", errUsage)
+	}
 	if o.regs, err = ints(regs, 1, contract.MaxRegistrationIDs); err != nil {
 		return o, fmt.Errorf("%w: -regs: %w", errUsage, err)
 	}
@@ -229,7 +240,7 @@ func newCluster(ctx context.Context, pgbin string, port int, stderr io.Writer) (
 func (c *cluster) remove() { os.RemoveAll(c.dir) }
 
 // unit names what one counted step of each mode is.
-var unit = map[string]string{"send": "send", "push": "send+deliveries", "insert": "insert"}
+var unit = map[string]string{"send": "send", "push": "send+deliveries", "window": "joining send", "insert": "insert"}
 
 // count starts the cluster under callgrind, admits k+1 sends and then n
 // more of regs registrations by one host with k events in its window (with
@@ -238,8 +249,12 @@ var unit = map[string]string{"send": "send", "push": "send+deliveries", "insert"
 // instructions its backends ran.
 func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64, error) {
 	c.runs++
-	fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d in-window=%d, %d sends to fill the window and %d counted\n",
-		c.runs, regs, k, k+1, n)
+	if mode == "window" {
+		fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d, %d rounds of %d sends\n", c.runs, regs, n, k)
+	} else {
+		fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d in-window=%d, %d sends to fill the window and %d counted\n",
+			c.runs, regs, k, k+1, n)
+	}
 	out := filepath.Join(c.dir, fmt.Sprintf("run%d", c.runs))
 	if err := c.as(ctx, "mkdir", out).Run(); err != nil {
 		return 0, err
@@ -269,9 +284,12 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 	if err != nil {
 		return 0, err
 	}
-	if mode == "insert" {
+	switch mode {
+	case "insert":
 		err = inserts(ctx, url, n)
-	} else {
+	case "window":
+		err = c.rounds(ctx, url, regs, k, n)
+	default:
 		err = c.sends(ctx, url, mode == "push", regs, k, n)
 	}
 	if err != nil {
@@ -322,52 +340,7 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 	}
 	defer s.Close()
 	clk := clock.NewManual(time.UnixMilli(1_800_000_000_000))
-	var ids []string
-	for i := range regs {
-		id, err := s.RegisterDevice(ctx, "host", contract.RegisterRequest{DeviceID: fmt.Sprintf("phone%d", i),
-			Platform: contract.PlatformAndroid, Token: fmt.Sprintf("%040d", i)}, clk.Now().UnixMilli())
-		if err != nil {
-			return err
-		}
-		ids = append(ids, id)
-	}
-	const tokenHash = "token-hash"
-	if err := s.HostTx(ctx, "host", func(tx *store.Tx) error {
-		return tx.ReplaceSession(ctx, "host", tokenHash, 1<<62, clk.Now().UnixMilli())
-	}); err != nil {
-		return err
-	}
-	// A key of this run's: what it seals is measured, never read again.
-	entry, err := seal.NewEntry(rand.Reader, "pgcount")
-	if err != nil {
-		return err
-	}
-	keys, err := seal.ParseRing(entry)
-	if err != nil {
-		return err
-	}
-	digestText, err := seal.NewDigestKey(rand.Reader)
-	if err != nil {
-		return err
-	}
-	digest, err := seal.ParseDigestKey(digestText)
-	if err != nil {
-		return err
-	}
-	counters := obs.NewCounters(nil)
-	var sched delivery.Scheduler = delivery.NopScheduler{}
-	if deliver {
-		d, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
-			Scheduler: delivery.NopScheduler{}, APNS: accepting{}, FCM: accepting{}, Keys: keys})
-		if err != nil {
-			return err
-		}
-		if sched, err = delivery.NewInline(d, delivery.NopScheduler{}, clk); err != nil {
-			return err
-		}
-	}
-	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: counters, Scheduler: sched, Keys: keys,
-		Digest: digest})
+	a, ids, err := admission(ctx, s, clk, deliver, regs, 0)
 	if err != nil {
 		return err
 	}
@@ -375,23 +348,95 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 	// the sends are window/(k+1) apart.
 	step := contract.QuotaWindow / time.Duration(k+1)
 	for i := range k + 1 + n {
-		b := fmt.Appendf(nil, `{"v":1,"registrationIds":%s,"notification":{"notificationId":"task-%d",`+
-			`"notificationSeq":%d,"notificationEpoch":"3f1c2a9e-5b7d-4c1e-9a4f-1e2d3c4b5a69","source":"agent-task-complete",`+
-			`"agentState":"finished","title":"Refactor finished","body":"All green"}}`, quoted(ids), i, i)
-		req, err := contract.DecodeSendRequest(b)
-		if err != nil {
+		if err := send(ctx, a, ids, i, epoch); err != nil {
 			return err
-		}
-		res, err := a.SendAs(ctx, "host", tokenHash, req)
-		if err != nil {
-			return err
-		}
-		for _, r := range res {
-			if r.Status != contract.StatusQueued {
-				return fmt.Errorf("send %d: %s, want queued", i, r.Status)
-			}
 		}
 		clk.Advance(step)
+	}
+	return nil
+}
+
+// tokenHash is the counted host's session.
+const tokenHash = "token-hash"
+
+// admission registers regs phones of the counted host on s, opens its
+// session and returns an Admission over s with the coalescing window
+// window, and the phones' registration ids. With deliver, each batch a send
+// makes due is delivered in the call.
+func admission(ctx context.Context, s *store.Store, clk *clock.Manual, deliver bool, regs int,
+	window time.Duration) (*delivery.Admission, []string, error) {
+	var ids []string
+	for i := range regs {
+		id, err := s.RegisterDevice(ctx, "host", contract.RegisterRequest{DeviceID: fmt.Sprintf("phone%d", i),
+			Platform: contract.PlatformAndroid, Token: fmt.Sprintf("%040d", i)}, clk.Now().UnixMilli())
+		if err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+	}
+	if err := s.HostTx(ctx, "host", func(tx *store.Tx) error {
+		return tx.ReplaceSession(ctx, "host", tokenHash, 1<<62, clk.Now().UnixMilli())
+	}); err != nil {
+		return nil, nil, err
+	}
+	// A key of this run's: what it seals is measured, never read again.
+	entry, err := seal.NewEntry(rand.Reader, "pgcount")
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := seal.ParseRing(entry)
+	if err != nil {
+		return nil, nil, err
+	}
+	digestText, err := seal.NewDigestKey(rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	digest, err := seal.ParseDigestKey(digestText)
+	if err != nil {
+		return nil, nil, err
+	}
+	counters := obs.NewCounters(nil)
+	var sched delivery.Scheduler = delivery.NopScheduler{}
+	if deliver {
+		d, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
+			Scheduler: delivery.NopScheduler{}, APNS: accepting{}, FCM: accepting{}, Keys: keys})
+		if err != nil {
+			return nil, nil, err
+		}
+		if sched, err = delivery.NewInline(d, delivery.NopScheduler{}, clk); err != nil {
+			return nil, nil, err
+		}
+	}
+	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: counters, Scheduler: sched, Keys: keys,
+		Digest: digest, Coalesce: window})
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, ids, nil
+}
+
+// epoch is the notificationEpoch of -mode send's alerts: a UUID, as Orca's.
+const epoch = "3f1c2a9e-5b7d-4c1e-9a4f-1e2d3c4b5a69"
+
+// send admits the counted host's ith send, of epoch, to ids, and fails
+// unless every registration queued it.
+func send(ctx context.Context, a *delivery.Admission, ids []string, i int, epoch string) error {
+	b := fmt.Appendf(nil, `{"v":1,"registrationIds":%s,"notification":{"notificationId":"task-%d",`+
+		`"notificationSeq":%d,"notificationEpoch":%q,"source":"agent-task-complete",`+
+		`"agentState":"finished","title":"Refactor finished","body":"All green"}}`, quoted(ids), i, i, epoch)
+	req, err := contract.DecodeSendRequest(b)
+	if err != nil {
+		return err
+	}
+	res, err := a.SendAs(ctx, "host", tokenHash, req)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Status != contract.StatusQueued {
+			return fmt.Errorf("send %d: %s, want queued", i, r.Status)
+		}
 	}
 	return nil
 }

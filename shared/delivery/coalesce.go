@@ -68,7 +68,9 @@ func dueTime(now, window, deadline int64) int64 {
 
 // join decides whether ev may join the open batch of registration reg and
 // returns the joined payload and member count if so. A batch whose members
-// open under no key is not joined: it becomes due and expires at its claim. The joined batch must still summarise
+// open under no key is not joined: it becomes due and expires at its claim;
+// nor is a batch stored before sealing (payload.go): it becomes due and is
+// delivered at its claim. The joined batch must still summarise
 // (2..32 members, every one with a notificationId, no dismissal), its
 // deadline must stay at least contract.DispatchMargin after its due time (a
 // short-lived alert never shortens the life of the alerts already waiting),
@@ -80,7 +82,7 @@ func (a *Admission) join(ev *event, reg string, open store.OpenBatch, deadline i
 		min(open.ExpiresAt, deadline) < open.DueAt+contract.DispatchMargin.Milliseconds() {
 		return "", 0, false, nil
 	}
-	members, err := a.payloads.decode(open.ID, reg, open.Payload)
+	members, err := a.payloads.decode(open.ID, reg, open.Payload, false)
 	if errors.Is(err, seal.ErrUnopenable) {
 		return "", 0, false, nil
 	}

@@ -259,7 +259,7 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error)
 	}
 	b := cl.Batch
 	c := &claimed{batch: b, token: token, attempts: cl.Attempts, device: cl.Device, raised: b.Badge > 0}
-	if c.members, err = d.payloads.decode(b.ID, b.RegistrationID, b.Payload); err != nil {
+	if c.members, err = d.payloads.decode(b.ID, b.RegistrationID, b.Payload, d.store.PlainMembers(b.CreatedAt, now)); err != nil {
 		switch {
 		case errors.Is(err, seal.ErrKeyNotHeld): // another instance may hold it (rotation.go)
 			return nil, d.leave(ctx, c)

@@ -31,10 +31,11 @@ func (a *Admission) dismiss(ctx context.Context, tx *store.Tx, ev *event, r stor
 // same epoch and notificationId whose sequence is at or below fence. A batch
 // left empty is dismissed, and its members' receipts with it; the alerts
 // taken out of a batch that goes on are dismissed recipients. A batch whose
-// members open under no key is left as it is: it expires at its claim.
+// members open under no key is left as it is: it expires at its claim, and
+// one stored before sealing (payload.go) is fenced at its claim.
 func (a *Admission) cancelAlerts(ctx context.Context, tx *store.Tx, ev *event, reg string, batches []store.BatchPayload, fence, now int64) error {
 	for _, b := range batches {
-		members, err := a.payloads.decode(b.ID, reg, b.Payload)
+		members, err := a.payloads.decode(b.ID, reg, b.Payload, false)
 		if errors.Is(err, seal.ErrUnopenable) {
 			continue
 		}

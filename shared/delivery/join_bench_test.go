@@ -62,7 +62,7 @@ func BenchmarkJoin(b *testing.B) {
 func BenchmarkJoinParts(b *testing.B) {
 	p := benchAdmission(b).payloads
 	open := openBatchOf(p, 27)
-	members, err := p.decode(open.ID, "r", open.Payload)
+	members, err := p.decode(open.ID, "r", open.Payload, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func BenchmarkJoinParts(b *testing.B) {
 		name string
 		fn   func()
 	}{
-		{"decode", func() { p.decode(open.ID, "r", open.Payload) }},
+		{"decode", func() { p.decode(open.ID, "r", open.Payload, false) }},
 		{"build", func() { push.Build("AbCdEfGhIjKlMnOp", members, 1000) }},
 		{"apns", func() { apns.Body(m) }},
 		{"fcm", func() { fcm.Size(m) }},

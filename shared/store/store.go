@@ -12,6 +12,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"onorca.dev/push/shared/contract"
 )
 
 // Options says which database to open.
@@ -38,6 +40,9 @@ type Store struct {
 	groups, claims, outcomes *combiner
 	// observe is ObserveGroups' function.
 	observe atomic.Pointer[func(members int, failed bool)]
+	// plainBefore is the sealing cut-off migration 0007 stamped, read
+	// once at Open: see PlainMembers.
+	plainBefore int64
 }
 
 // dialect holds what differs between the two databases.
@@ -75,7 +80,25 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.Close()
 		return nil, dataDirError(o, err)
 	}
+	// MIN: rows added to the cut-off's table never widen it.
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MIN(plain_before), 0) FROM push_seal_cutoff`).
+		Scan(&s.plainBefore); err != nil {
+		s.Close()
+		return nil, dataDirError(o, fmt.Errorf("read the sealing cut-off: %w", err))
+	}
 	return s, nil
+}
+
+// PlainMembers reports whether a batch created at createdAt may hold members
+// stored in the clear, read at now: members as the gateway stored them
+// before sealing, which no key binds to their row. Only batches stored
+// before migration 0007 may (the cut-off it stamped, read at Open), and only
+// for contract.EventLifetime after the cut-off: an event's deadline is at
+// most that long after its acceptance, so by then every batch stored before
+// it has ended, and no edit of a batch row (its creation time, its deadline)
+// makes a member in the clear readable again.
+func (s *Store) PlainMembers(createdAt, now int64) bool {
+	return createdAt < s.plainBefore && now < s.plainBefore+contract.EventLifetime.Milliseconds()
 }
 
 // dataDirError names the SQLite data directory in err, so that a directory
