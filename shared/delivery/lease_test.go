@@ -129,13 +129,12 @@ func TestStaleHolderRecordsNothing(t *testing.T) {
 	}
 }
 
-// TestEndWakesHeldBack: a batch that fell due while another batch of its
-// registration was in flight is handed to the scheduler the moment that
-// delivery ends, whether it was sent, failed for good, or goes back for a
-// retry; keyed by the lease that held it back, so that the wake-up is not
-// taken for the batch's own task of the same millisecond. Without a delivery
-// in flight nothing is woken.
-func TestEndWakesHeldBack(t *testing.T) {
+// TestHandOn: a batch that fell due while another batch of its registration
+// was in flight, and whose claim was held back, is neither scheduled again
+// nor woken by a task: the lease holder, once its batch ends (sent, failed
+// for good, dead, or back for a retry), claims it and delivers it in the
+// same call. A due batch no claim asked for is left to its own task.
+func TestHandOn(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			for _, tt := range providerOutcomes {
@@ -145,49 +144,76 @@ func TestEndWakesHeldBack(t *testing.T) {
 					first := e.queue(t, reg, alert("a", 1))
 					e.clock.Advance(contract.DefaultCoalesce)
 					var held string
-					var token string
-					e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
-						token = e.batch(t, first).LeaseToken
+					var sends []string
+					e.prov.step = func(_ context.Context, _ push.Target, m push.Message) push.Outcome {
+						sends = append(sends, string(m.Kind))
+						if held != "" {
+							return push.Outcome{Kind: push.Sent}
+						}
 						// While the alert is in flight, a dismissal of
-						// another notification falls due; its task
+						// another notification falls due; its claim
 						// finds the registration busy.
 						held = e.queue(t, reg, dismissal("other", 2))
 						e.deliver(t, held)
 						if b := e.batch(t, held); b.State != store.BatchPending || b.Attempts != 0 {
 							t.Fatalf("held-back batch = %+v, want pending, never attempted", b)
 						}
-						if got := e.sched.take(); len(got) != 1 || got[0].At != e.now()+contract.LeaseDuration.Milliseconds() {
-							t.Fatalf("held back, it looks again at %v, want when the lease ends", got)
+						if got := e.sched.take(); len(got) != 0 {
+							t.Fatalf("held back, it scheduled %v, want nothing (the holder hands on)", got)
 						}
 						return tt.out
 					}
 					e.deliver(t, first)
-					var woken []call
-					for _, c := range e.sched.take() {
-						if c.BatchID == held {
-							woken = append(woken, c)
-						}
-					}
-					wake := []call{{BatchID: held, At: e.now(), Key: token}}
-					if diff := cmp.Diff(wake, woken); diff != "" {
-						t.Fatalf("wake-ups (-want +got):\n%s", diff)
-					}
-					e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
-						return push.Outcome{Kind: push.Sent}
-					}
-					e.deliver(t, held)
-					want := store.BatchSent
+					want, wantSends := store.BatchSent, []string{"alert", "dismiss"}
 					if tt.out.Kind == push.Dead {
-						want = store.BatchDead // its registration is gone
+						// Its registration is gone: no provider call.
+						want, wantSends = store.BatchDead, []string{"alert"}
 					}
 					if b := e.batch(t, held); b.State != want {
-						t.Fatalf("woken batch = %s, want %s", b.State, want)
+						t.Fatalf("handed-on batch = %s, want %s", b.State, want)
 					}
-					// Its end finds nothing else waiting.
-					if got := e.sched.take(); len(got) != 0 {
-						t.Fatalf("after the last delivery the scheduler got %v, want nothing", got)
+					if diff := cmp.Diff(wantSends, sends); diff != "" {
+						t.Fatalf("provider calls (-want +got):\n%s", diff)
+					}
+					var wantCalls []call
+					if tt.out.Kind == push.Retry {
+						wantCalls = []call{{BatchID: first, At: e.batch(t, first).DueAt}} // its own retry
+					}
+					if diff := cmp.Diff(wantCalls, e.sched.take()); diff != "" {
+						t.Fatalf("scheduled (-want +got):\n%s", diff)
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestHandOnLeavesTheUnasked: a batch that is due but whose claim never
+// came while the lease was held (its task is on its way) is not taken by the
+// hand-on: its own task claims it.
+func TestHandOnLeavesTheUnasked(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := mustDeliverEnv(t, d)
+			reg := e.device(t, "hostA", "phone")
+			first := e.queue(t, reg, alert("a", 1))
+			e.clock.Advance(contract.DefaultCoalesce)
+			var other string
+			sends := 0
+			e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+				sends++
+				if other == "" {
+					other = e.queue(t, reg, dismissal("other", 2))
+				}
+				return push.Outcome{Kind: push.Sent}
+			}
+			e.deliver(t, first)
+			if b := e.batch(t, other); sends != 1 || b.State != store.BatchPending {
+				t.Fatalf("after the first delivery: %d sends, other %s; want 1, pending", sends, b.State)
+			}
+			e.deliver(t, other)
+			if b := e.batch(t, other); sends != 2 || b.State != store.BatchSent {
+				t.Fatalf("after its own task: %d sends, other %s; want 2, sent", sends, b.State)
 			}
 		})
 	}
