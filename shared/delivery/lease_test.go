@@ -219,6 +219,63 @@ func TestHandOnLeavesTheUnasked(t *testing.T) {
 	}
 }
 
+// TestHeldBackSurvivesACrash: the lease holder dies mid-delivery (its claim
+// committed, no outcome ever recorded) while another batch of the
+// registration is held back, for which nothing was scheduled. Once the lease
+// and the sweep's grace have passed, the sweep's rescue finds both lost, and
+// each is delivered once: the rescued holder's delivery hands on to the
+// held-back batch, whose own rescue task then finds nothing to do.
+func TestHeldBackSurvivesACrash(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			ctx := context.Background()
+			e := mustDeliverEnv(t, d)
+			reg := e.device(t, "hostA", "phone")
+			first := e.queue(t, reg, alert("a", 1))
+			now := e.clock.Advance(contract.DefaultCoalesce).UnixMilli()
+			// The claim of a delivery whose process then dies.
+			if c, err := e.store.ClaimBatch(ctx, first, "dead", now, now+contract.LeaseDuration.Milliseconds(), push.ReasonExpired); err != nil || !c.Leased {
+				t.Fatalf("ClaimBatch = %+v, %v; want leased", c, err)
+			}
+			held := e.queue(t, reg, dismissal("other", 2))
+			e.deliver(t, held)
+			if got := e.sched.take(); len(got) != 0 {
+				t.Fatalf("held back, it scheduled %v, want nothing", got)
+			}
+			var sends []string
+			e.prov.step = func(_ context.Context, _ push.Target, m push.Message) push.Outcome {
+				sends = append(sends, string(m.Kind))
+				return push.Outcome{Kind: push.Sent}
+			}
+			sw, err := delivery.NewSweeper(delivery.SweeperOptions{Store: e.store, Clock: e.clock, Counters: e.counters, Scheduler: e.sched})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(contract.LeaseDuration + time.Minute)
+			if _, err := sw.Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var rescued []string
+			for _, c := range e.sched.take() {
+				rescued = append(rescued, c.BatchID)
+			}
+			if slices.Sort(rescued); !slices.Equal(rescued, slices.Sorted(slices.Values([]string{first, held}))) {
+				t.Fatalf("the sweep rescued %v, want both batches", rescued)
+			}
+			e.deliver(t, first)
+			e.deliver(t, held)
+			for _, id := range []string{first, held} {
+				if b := e.batch(t, id); b.State != store.BatchSent {
+					t.Errorf("batch %s is %s, want sent", id, b.State)
+				}
+			}
+			if diff := cmp.Diff([]string{"alert", "dismiss"}, sends); diff != "" {
+				t.Errorf("provider calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestClaimAtTheDeadline: a batch is delivered up to the millisecond before
 // its deadline, and at its deadline it expires with no provider call
 // (reference-behaviour §6: eligible while expires_at > now).
