@@ -219,6 +219,60 @@ func TestHandOnLeavesTheUnasked(t *testing.T) {
 	}
 }
 
+// TestHandOnPastTheBudget: a delivery whose budget (its request's ctx)
+// runs out during its provider call is cut short and recorded as a retry;
+// of the two batches its lease held back, the first goes to one task, keyed
+// by the lease, and the second to none: the first's delivery hands on to it.
+func TestHandOnPastTheBudget(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := mustDeliverEnv(t, d)
+			reg := e.device(t, "hostA", "phone")
+			first := e.queue(t, reg, alert("a", 1))
+			e.clock.Advance(contract.DefaultCoalesce)
+			var held []string
+			var token string
+			sends := 0
+			e.prov.step = func(ctx context.Context, _ push.Target, _ push.Message) push.Outcome {
+				sends++
+				if sends > 1 {
+					return push.Outcome{Kind: push.Sent}
+				}
+				token = e.batch(t, first).LeaseToken
+				held = append(held, e.queue(t, reg, dismissal("other", 2)), e.queue(t, reg, alert("b", 3)))
+				e.clock.Advance(contract.DefaultCoalesce)
+				for _, id := range held {
+					e.deliver(t, id)
+				}
+				e.sched.take()
+				<-ctx.Done() // a provider that hangs past the budget
+				return push.Outcome{Kind: push.Retry, Reason: "Timeout"}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			if err := e.dl.Deliver(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			if b := e.batch(t, first); b.State != store.BatchPending || b.Attempts != 1 || b.LeaseToken != "" {
+				t.Fatalf("cut-short batch = %+v, want pending for a retry", b)
+			}
+			want := []call{{BatchID: held[0], At: e.now(), Key: token}, {BatchID: first, At: e.batch(t, first).DueAt}}
+			if diff := cmp.Diff(want, e.sched.take()); diff != "" {
+				t.Fatalf("scheduled (-want +got):\n%s", diff)
+			}
+			e.deliver(t, held[0])
+			for _, id := range held {
+				if b := e.batch(t, id); b.State != store.BatchSent {
+					t.Errorf("held-back batch %s is %s, want sent", id, b.State)
+				}
+			}
+			if sends != 3 {
+				t.Errorf("%d provider calls, want 3", sends)
+			}
+		})
+	}
+}
+
 // TestHeldBackSurvivesACrash: the lease holder dies mid-delivery (its claim
 // committed, no outcome ever recorded) while another batch of the
 // registration is held back, for which nothing was scheduled. Once the lease
