@@ -352,9 +352,10 @@ func withoutFenced(host string, members []contract.Notification, fences map[stor
 // the registration's other due batches, which this lease held back; then
 // hands on to them (handOn). A lost lease records and hands on nothing: the
 // new holder does. A batch that raised its registration's badge and ends in
-// any state but sent gives the raise back first, before the next batch's
-// claim reads the count: no provider took the push that counted it. It
-// returns the next batch to send, or nil.
+// any state but sent gives the raise back in the same transaction
+// (store.EndLeasedBatch), before the next batch's claim reads the count: no
+// provider took the push that counted it. It returns the next batch to
+// send, or nil.
 func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchState, reason string) (*claimed, error) {
 	rec, cancel := recording(ctx)
 	defer cancel()
@@ -363,12 +364,8 @@ func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchSta
 	if err != nil {
 		return nil, fmt.Errorf("finish: %w", err)
 	}
-	if ended && c.raised && state != store.BatchSent {
-		// Should it fail, the sweep gives it back (Store.GiveBackBadges).
-		if err := d.store.GiveBackBadge(rec, c.batch.ID); err != nil {
-			d.wake(rec, c.batch.RegistrationID, next, now, c.token)
-			return nil, fmt.Errorf("finish: %w", err)
-		}
+	if !ended {
+		return nil, nil
 	}
 	return d.handOn(ctx, c, next, now)
 }

@@ -37,7 +37,9 @@ import (
 // returns nothing: the new holder records the outcome and hands on. The
 // lease token fences it, and on PostgreSQL it runs under the batch's host
 // lock (see above) in one round trip (BEGIN, the lock, the statement and
-// COMMIT); under load, outcomes that arrive together share one transaction
+// COMMIT). A batch that ends in any state but sent gives its badge raise
+// back in the same transaction and round trip (giveBackLeased), before
+// the hand-on's claim of the next batch reads the count; under load, outcomes that arrive together share one transaction
 // and round trip (group commit, see SharedHostTx). On SQLite it is one
 // statement.
 func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
@@ -46,14 +48,22 @@ func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token st
 		woken []string
 	)
 	fn := func(t *Tx) error {
+		if state != BatchSent {
+			if err := t.giveBackLeased(ctx, id, token); err != nil {
+				return err
+			}
+		}
 		var err error
 		ended, woken, err = t.endLeasedBatch(ctx, id, registrationID, token, state, reason, now)
 		return err
 	}
 	var err error
-	if s.outcomes == nil {
+	switch {
+	case s.outcomes == nil && state == BatchSent:
 		err = fn(&Tx{r: sqlRunner{tx: s.db}})
-	} else {
+	case s.outcomes == nil:
+		err = s.Tx(ctx, fn) // the give-back and the end together
+	default:
 		alone := func(wait string) error { return s.transact(ctx, lockOn{batch: id, wait: wait}, fn) }
 		err = s.outcomes.do(&groupCall{ctx: ctx, on: lockOn{batch: id}, fn: fn, alone: alone})
 	}
@@ -122,6 +132,27 @@ func (t *Tx) holdBack(ctx context.Context, id string, now int64) error {
 			AND EXISTS (SELECT 1 FROM push_delivery_batches o
 				WHERE o.registration_id = push_delivery_batches.registration_id AND o.batch_id <> $1
 					AND o.state = 'pending' AND o.lease_until > $2)`, id, now)
+}
+
+// giveBackLeased gives back, in t, the badge raise of batch id while it is
+// still leased to token, as GiveBackBadge does for a finished batch: the
+// registration's count goes down by what the batch's first attempt added,
+// never below 0, only in the epoch it was made in, and the raise is settled
+// (negated) so that it is given back once. The end statement that follows
+// in the transaction ends the batch unsent; a stale holder gives nothing
+// back. Both statements wait for that statement's round trip.
+func (t *Tx) giveBackLeased(ctx context.Context, id, token string) error {
+	err := t.later(ctx, "give back badge", `UPDATE push_devices SET badge_count = CASE
+			WHEN push_devices.badge_count > b.badge_raised THEN push_devices.badge_count - b.badge_raised ELSE 0 END
+		FROM push_delivery_batches b
+		WHERE b.batch_id = $1 AND b.state = 'pending' AND b.lease_token = $2 AND b.badge_raised > 0
+			AND push_devices.registration_id = b.registration_id AND push_devices.badge_epoch = b.badge_epoch
+			AND push_devices.badge_count IS NOT NULL`, id, token)
+	if err != nil {
+		return err
+	}
+	return t.later(ctx, "give back badge", `UPDATE push_delivery_batches SET badge_raised = -badge_raised
+		WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2 AND badge_raised > 0`, id, token)
 }
 
 // RetryLeasedBatch returns batch id of registration registrationID, leased
