@@ -119,10 +119,12 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 }
 
 // ChainBudget bounds how long one deliver request goes on handing on to a
-// registration's next batch: well within the deliver function's 30 s
-// dispatch deadline (tasks), with room for a provider call of
-// contract.ProviderTimeout to end and be recorded. What is left when it runs
-// out goes to one task (handOn).
+// registration's next batch: half the deliver function's 30 s dispatch
+// deadline (tasks.DefaultDispatchDeadline), leaving room for the outcome of
+// a provider call it cuts short to be recorded (recordTimeout). A lone
+// delivery never meets it: its one provider call ends within
+// contract.ProviderTimeout. What is left when it runs out goes to one task
+// (handOn).
 const ChainBudget = 15 * time.Second
 
 // deliver sends the claimed batch c and records the outcome; it returns the
