@@ -122,16 +122,18 @@ func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token strin
 	return true, slices.DeleteFunc(ids, func(b string) bool { return b == id }), nil
 }
 
-// holdBack marks batch id held back at now when it is pending, due, unleased
-// and unexpired while another pending batch of its registration holds a live
-// lease: the claim that follows in the transaction finds it so and leaves it
-// to that lease's holder. It waits for the claim's round trip.
+// holdBack marks batch id asked for at now when it is pending, due, unleased
+// and unexpired: the claim that follows in the transaction either leases it
+// (the mark is then moot: the batch ends, or its retry clears it) or finds
+// another batch of the registration in flight and leaves it to that lease's
+// holder, whose end takes it. The mark does not test that other lease
+// itself: in a group of claims (SharedHostTx) a member's deferred write may
+// run before the claims of the members ahead of it, and a batch held back
+// by one of those must be marked all the same. It waits for the claim's
+// round trip.
 func (t *Tx) holdBack(ctx context.Context, id string, now int64) error {
 	return t.later(ctx, "hold back", `UPDATE push_delivery_batches SET held_at = $2
-		WHERE batch_id = $1 AND state = 'pending' AND lease_until <= $2 AND due_at <= $2 AND expires_at > $2
-			AND EXISTS (SELECT 1 FROM push_delivery_batches o
-				WHERE o.registration_id = push_delivery_batches.registration_id AND o.batch_id <> $1
-					AND o.state = 'pending' AND o.lease_until > $2)`, id, now)
+		WHERE batch_id = $1 AND state = 'pending' AND lease_until <= $2 AND due_at <= $2 AND expires_at > $2`, id, now)
 }
 
 // giveBackLeased gives back, in t, the badge raise of batch id while it is
