@@ -112,9 +112,15 @@ func (f *front) counts() (held, busy int) {
 // ready line.
 func mustEmulator(t *testing.T, env ...string) *front {
 	t.Helper()
+	return mustEmulatorWith(t, nil, env...)
+}
+
+// mustEmulatorWith is mustEmulator with the emulator's flags args added.
+func mustEmulatorWith(t *testing.T, args []string, env ...string) *front {
+	t.Helper()
 	f := &front{busied: map[string]bool{}, first: map[string]int64{}}
 	f.srv = httptest.NewUnstartedServer(f)
-	p := emulatortest.Start(t, emulatortest.FreePort(), append([]string{"ORCA_PUSH_DATABASE_URL=",
+	p := emulatortest.Start(t, append(emulatortest.FreePort(), args...), append([]string{"ORCA_PUSH_DATABASE_URL=",
 		"ORCA_PUSH_PUBLIC_URL=http://" + f.srv.Listener.Addr().String()}, env...), nil)
 	u, err := url.Parse(p.Origin)
 	if err != nil {

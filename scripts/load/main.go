@@ -1,9 +1,10 @@
 // Command load drives a running gateway, normally the emulator on the real
-// clock, with many hosts and measures it. It has three modes:
+// clock, with many hosts and measures it. It has four modes:
 //
 //	go run ./scripts/load closed [-regs 1,5] [-concurrency 4,16,64]  # closed-loop maximum throughput
 //	go run ./scripts/load open -rate R [-regs 1,5] [-duration 10s]   # open-loop latency at R requests/s
 //	go run ./scripts/load lone [-hosts 16] [-alerts 10]              # lone-alert delivery latency
+//	go run ./scripts/load burst [-alerts 1,5,10,20]                  # a burst to one phone: costs per push
 //
 // closed runs each concurrency for -duration after -warmup, every worker
 // sending POST /v1/send as soon as its previous answer came, and reports the
@@ -25,6 +26,14 @@
 // lone sends alerts one at a time per host, each after the previous one's
 // coalescing window, and reports from the emulator's stand-in inbox how
 // long past the window each was accepted by the provider stand-in.
+//
+// burst sends, for each count of -alerts, that many alerts to one iPhone of
+// a fresh host all started together, waits for the stand-in to have them
+// and the tasks to drain, and reports the Cloud Tasks operations and the
+// function requests (send and deliver) per push the stand-in accepted, from
+// the emulator's /_emulator/usage. The queues, the window and inline
+// delivery are the emulator's settings (-queues, ORCA_PUSH_COALESCE_MS,
+// ORCA_PUSH_DELIVER_INLINE).
 //
 // closed and open spread the load over enough hosts (fresh key pairs, each
 // with a client IP of its own and -phones registrations) that no host spends

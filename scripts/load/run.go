@@ -20,7 +20,7 @@ import (
 // errUsage is returned for a missing mode or a flag out of range.
 var errUsage = errors.New("usage")
 
-const usage = "load closed|open|lone [flags]; load <mode> -h lists the flags"
+const usage = "load closed|open|lone|burst [flags]; load <mode> -h lists the flags"
 
 // options are the flags of every mode.
 type options struct {
@@ -39,6 +39,7 @@ type options struct {
 	deliveries  bool
 	timeline    bool
 	alerts      int
+	bursts      []int
 	window      time.Duration
 }
 
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return t.runOpen(ctx, o)
 	case "closed":
 		return t.runClosed(ctx, o)
+	case "burst":
+		return t.runBurst(ctx, o)
 	default:
 		return t.runLone(ctx, o)
 	}
@@ -75,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 // parse reads the flags of mode.
 func parse(mode string, args []string, getenv func(string) string, stdout io.Writer) (options, error) {
 	var o options
-	if mode != "open" && mode != "closed" && mode != "lone" {
+	if mode != "open" && mode != "closed" && mode != "lone" && mode != "burst" {
 		return o, fmt.Errorf("%w: unknown mode %q; %s", errUsage, mode, usage)
 	}
 	// The window is the emulator's: ORCA_PUSH_COALESCE_MS read by config, as
@@ -96,7 +99,7 @@ func parse(mode string, args []string, getenv func(string) string, stdout io.Wri
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "the deadline of one request")
 	fs.DurationVar(&o.window, "window", cfg.Coalesce, "the emulator's coalescing window (default from ORCA_PUSH_COALESCE_MS)")
 	fs.IntVar(&o.hosts, "hosts", 0, "hosts (0: 400, or as many as open's rate and length need; lone: 16)")
-	regs, conc := "1,5", "4,16,64"
+	regs, conc, bursts := "1,5", "4,16,64", "1,5,10,20"
 	switch mode {
 	case "open", "closed":
 		fs.StringVar(&regs, "regs", regs, "registrations per request, one measurement each (comma-separated)")
@@ -107,6 +110,8 @@ func parse(mode string, args []string, getenv func(string) string, stdout io.Wri
 		fs.BoolVar(&o.deliveries, "deliveries", true, "wait for the stand-ins to receive every queued alert and report the deliveries")
 	case "lone":
 		fs.IntVar(&o.alerts, "alerts", 10, "alerts per host")
+	case "burst":
+		fs.StringVar(&bursts, "alerts", bursts, "alerts sent together to one phone, one measurement each (comma-separated)")
 	}
 	if mode == "open" {
 		fs.Float64Var(&o.rate, "rate", 0, "requests started per second (required)")
@@ -129,6 +134,10 @@ func parse(mode string, args []string, getenv func(string) string, stdout io.Wri
 	if o.concurrency, err = ints(conc, 1, 10_000); err != nil {
 		return o, fmt.Errorf("%w: -concurrency: %w", errUsage, err)
 	}
+	// A burst stays within one host's alert quota.
+	if o.bursts, err = ints(bursts, 1, contract.AlertQuota); err != nil {
+		return o, fmt.Errorf("%w: -alerts: %w", errUsage, err)
+	}
 	o.phones = max(o.phones, slices.Max(o.regs))
 	return o, check(mode, &o)
 }
@@ -145,7 +154,7 @@ func check(mode string, o *options) error {
 		return bad("-rate must be in (0, 100000]")
 	case mode == "open" && o.rate*o.duration.Seconds() < 1:
 		return bad("-rate × -duration must make at least one request")
-	case mode != "lone" && (o.duration <= 0 || o.warmup < 0 || o.stagger < 0 || o.maxInflight < 1):
+	case mode != "lone" && mode != "burst" && (o.duration <= 0 || o.warmup < 0 || o.stagger < 0 || o.maxInflight < 1):
 		return bad("-duration must be positive, -warmup and -stagger not negative, -max-inflight at least 1")
 	case mode == "lone" && (o.alerts < 1 || o.alerts > 1000):
 		return bad("-alerts must be in 1..1000")

@@ -39,6 +39,12 @@ type Options struct {
 	Keys *seal.Ring
 	// Digest keys the content digest events keep (ORCA_PUSH_DIGEST_KEY).
 	Digest *seal.DigestKey
+	// Budget bounds how long one request's hand-over to Scheduler may
+	// wait after commit: the deadline of the ctx its Schedule calls share
+	// (InlineBudget with Inline, which stops delivering at it). Zero sets
+	// none, for a scheduler that only makes tasks (which bounds its own
+	// calls).
+	Budget time.Duration
 }
 
 // Admission accepts sends: POST /v1/send after decoding and authentication.
@@ -49,6 +55,7 @@ type Admission struct {
 	counters  *obs.Counters
 	scheduler Scheduler
 	coalesce  int64 // milliseconds
+	budget    time.Duration
 	payloads  payloads
 	digest    *seal.DigestKey
 }
@@ -62,8 +69,11 @@ func NewAdmission(o Options) (*Admission, error) {
 	if o.Coalesce < 0 || o.Coalesce > contract.MaxCoalesce {
 		return nil, fmt.Errorf("%w: Coalesce out of range", ErrBadOptions)
 	}
+	if o.Budget < 0 {
+		return nil, fmt.Errorf("%w: Budget below zero", ErrBadOptions)
+	}
 	return &Admission{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler,
-		coalesce: o.Coalesce.Milliseconds(), payloads: payloads{o.Keys}, digest: o.Digest}, nil
+		coalesce: o.Coalesce.Milliseconds(), budget: o.Budget, payloads: payloads{o.Keys}, digest: o.Digest}, nil
 }
 
 // due is a batch of a registration to hand to the scheduler, due at epoch
@@ -139,14 +149,20 @@ func statusCounter(s contract.Status) string {
 	return obs.SendError
 }
 
-// schedule hands the batches to the scheduler, a few at a time. It runs
-// after commit and outlives a client that went away: the rows are
-// committed, and a task now spares waiting for the sweep.
+// schedule hands the batches to the scheduler, a few at a time, within the
+// request's budget. It runs after commit and outlives a client that went
+// away: the rows are committed, and a task now spares waiting for the
+// sweep.
 func (a *Admission) schedule(ctx context.Context, batches []due) {
 	if len(batches) == 0 {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
+	if a.budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.budget)
+		defer cancel()
+	}
 	var g errgroup.Group
 	g.SetLimit(scheduleFanOut)
 	for _, b := range batches {

@@ -101,15 +101,36 @@ type claimed struct {
 	raised bool
 }
 
-// Deliver claims batchID, sends it, and records the outcome. A task that
-// arrives early, late, twice, or for a finished batch returns nil and does
-// nothing. An error means the database failed: the caller answers non-2xx so
-// that Cloud Tasks retries, and the lease stops a double send.
+// Deliver claims batchID, sends it, and records the outcome; then it hands
+// on: while ChainBudget lasts, it claims and delivers, one after the other,
+// the batches of the same registration that fell due while it held the lease
+// (handOn). A task that arrives early, late, twice, or for a finished or
+// held-back batch returns nil and does nothing. An error means the database
+// failed: the caller answers non-2xx so that Cloud Tasks retries, and the
+// lease stops a double send.
 func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
-	c, err := d.claim(ctx, batchID)
-	if err != nil || c == nil {
-		return err
+	ctx, cancel := context.WithTimeout(ctx, ChainBudget)
+	defer cancel()
+	c, _, err := d.claim(ctx, batchID)
+	for err == nil && c != nil {
+		c, err = d.deliver(ctx, c)
 	}
+	return err
+}
+
+// ChainBudget bounds how long one deliver request goes on handing on to a
+// registration's next batch: half the deliver function's 30 s dispatch
+// deadline (tasks.DefaultDispatchDeadline), leaving room for the outcome of
+// a provider call it cuts short to be recorded (recordTimeout). A lone
+// delivery never meets it: its one provider call ends within
+// contract.ProviderTimeout. What is left when it runs out goes to one task
+// (handOn).
+const ChainBudget = 15 * time.Second
+
+// deliver sends the claimed batch c and records the outcome; it returns the
+// registration's next batch when it handed on to it (claimed, to deliver
+// next), or nil.
+func (d *Deliverer) deliver(ctx context.Context, c *claimed) (*claimed, error) {
 	dev := c.device
 	switch {
 	case dev.RegistrationID == "":
@@ -125,8 +146,12 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 	}
 	msg := push.Build(c.batch.Host, c.members, c.batch.ExpiresAt)
 	if msg.Kind != contract.KindDismiss && dev.Badged {
-		if msg.Badge, err = d.badge(ctx, c); err != nil {
-			return fmt.Errorf("deliver: %w", err)
+		db, cancel := recording(ctx) // a stamp is not cut short by the budget
+		var err error
+		msg.Badge, err = d.badge(db, c)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("deliver: %w", err)
 		}
 		if !fitsMessage(msg) {
 			msg.Badge = 0 // the alert goes, without its badge, rather than not at all
@@ -142,10 +167,6 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 	if credentialReasons[dev.Platform][out.Reason] {
 		d.counters.Inc(credentialCounter[dev.Platform])
 	}
-	// What the provider answered is recorded whatever became of the
-	// request meanwhile.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
 	switch out.Kind {
 	case push.Sent:
 		d.counters.Inc(obs.DeliverySent)
@@ -156,8 +177,10 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 		return d.finish(ctx, c, store.BatchSent, "")
 	case push.Dead:
 		d.counters.Inc(obs.DeliveryDead)
-		if _, err := d.store.MarkDeviceDead(ctx, dev, d.clock.Now().UnixMilli()); err != nil {
-			return fmt.Errorf("deliver: %w", err)
+		rec, cancel := recording(ctx)
+		defer cancel()
+		if _, err := d.store.MarkDeviceDead(rec, dev, d.clock.Now().UnixMilli()); err != nil {
+			return nil, fmt.Errorf("deliver: %w", err)
 		}
 		return d.finish(ctx, c, store.BatchDead, out.Reason)
 	case push.Retry:
@@ -170,6 +193,13 @@ func (d *Deliverer) Deliver(ctx context.Context, batchID string) error {
 		}
 		return d.finish(ctx, c, store.BatchError, out.Reason)
 	}
+}
+
+// recording is ctx for the statements that record a delivery's outcome:
+// what the provider answered is recorded whatever became of the request or
+// its budget meanwhile, within recordTimeout.
+func recording(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 }
 
 // credentialReasons are, per platform, the providers' reasons (push.Outcome
@@ -227,68 +257,72 @@ func (d *Deliverer) send(ctx context.Context, p Provider, t push.Target, m push.
 // claim leases the batch when it is due, pending, unexpired and its
 // registration has no other delivery in flight (store.ClaimBatch), then
 // drops the members a dismissal fenced (≤ rule, reference-behaviour
-// decisions table); a batch left with none ends as dismissed. It returns nil
-// when there is nothing to send now; it may then have scheduled a later
-// look.
-func (d *Deliverer) claim(ctx context.Context, batchID string) (*claimed, error) {
+// decisions table); a batch left with none ends as dismissed and hands on.
+// It returns the batch to send now: this one, or the registration's next
+// one it handed on to; nil when there is none. held reports that another
+// delivery of the registration holds the lease: that delivery hands on to
+// this batch when it ends, so nothing is scheduled for it (should that
+// delivery die, its lease runs out and the sweep finds both batches lost,
+// Sweeper). An early task does nothing either: the one for the due time
+// exists.
+func (d *Deliverer) claim(ctx context.Context, batchID string) (c *claimed, held bool, err error) {
+	// The statements are not cut short by the request's budget: a claim
+	// that committed must be seen through.
+	db, cancel := recording(ctx)
+	defer cancel()
 	now := d.clock.Now().UnixMilli()
 	token := uuid.NewString()
-	cl, err := d.store.ClaimBatch(ctx, batchID, token, now, now+contract.LeaseDuration.Milliseconds(), push.ReasonExpired)
+	cl, err := d.store.ClaimBatch(db, batchID, token, now, now+contract.LeaseDuration.Milliseconds(), push.ReasonExpired)
 	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
+		return nil, false, fmt.Errorf("claim: %w", err)
 	}
 	if cl.Expired {
 		d.counters.Inc(obs.DeliveryExpired)
 		if cl.Batch.Badge > 0 {
 			// Raised at an earlier attempt that no provider took.
-			if err := d.store.GiveBackBadge(ctx, batchID); err != nil {
-				return nil, fmt.Errorf("claim: %w", err)
+			if err := d.store.GiveBackBadge(db, batchID); err != nil {
+				return nil, false, fmt.Errorf("claim: %w", err)
 			}
 		}
 	}
 	if !cl.Leased {
-		if cl.HeldUntil > 0 {
-			// In flight, or another batch of the registration is: the
-			// end of that delivery wakes this one at once (finish,
-			// retry). Should it be lost, look again when its lease runs
-			// out. An early task does nothing: the one for the due time
-			// exists.
-			d.schedule(ctx, batchID, cl.Batch.RegistrationID, cl.HeldUntil, "")
-		}
-		return nil, nil
+		return nil, cl.HeldUntil > 0, nil
 	}
 	b := cl.Batch
-	c := &claimed{batch: b, token: token, attempts: cl.Attempts, device: cl.Device, raised: b.Badge > 0}
+	c = &claimed{batch: b, token: token, attempts: cl.Attempts, device: cl.Device, raised: b.Badge > 0}
 	if c.members, err = d.payloads.decode(b.ID, b.RegistrationID, b.Payload, d.store.PlainMembers(b.CreatedAt, now)); err != nil {
 		switch {
 		case errors.Is(err, seal.ErrKeyNotHeld): // another instance may hold it (rotation.go)
-			return nil, d.leave(ctx, c)
+			next, err := d.leave(ctx, c)
+			return next, false, err
 		case errors.Is(err, seal.ErrUnopenable):
-			return nil, d.unopenable(ctx, c)
+			next, err := d.unopenable(ctx, c)
+			return next, false, err
 		}
-		return nil, err
+		return nil, false, err
 	}
 	kept, gone := withoutFenced(b.Host, c.members, cl.Fences)
 	switch {
 	case len(kept) == 0:
-		return nil, d.finish(ctx, c, store.BatchDismissed, "")
+		next, err := d.finish(ctx, c, store.BatchDismissed, "")
+		return next, false, err
 	case len(gone) > 0:
 		payload := d.payloads.encode(b.ID, b.RegistrationID, kept)
-		if err := d.store.SetLeasedMembers(ctx, b.ID, token, b.RegistrationID, payload, len(kept), gone, now); err != nil {
-			return nil, fmt.Errorf("claim: %w", err)
+		if err := d.store.SetLeasedMembers(db, b.ID, token, b.RegistrationID, payload, len(kept), gone, now); err != nil {
+			return nil, false, fmt.Errorf("claim: %w", err)
 		}
 		c.members = kept
 		if c.raised {
 			// The dropped members gave their part of the raise back: the
 			// push carries the count as it now stands.
-			dev, err := d.store.Device(ctx, b.RegistrationID)
+			dev, err := d.store.Device(db, b.RegistrationID)
 			if err != nil && !errors.Is(err, store.ErrNoRow) {
-				return nil, fmt.Errorf("claim: %w", err)
+				return nil, false, fmt.Errorf("claim: %w", err)
 			}
 			c.device.Badged, c.device.Badge = dev.Badged, dev.Badge
 		}
 	}
-	return c, nil
+	return c, false, nil
 }
 
 // withoutFenced returns the members no dismissal fence covers, and the event
@@ -316,44 +350,74 @@ func withoutFenced(host string, members []contract.Notification, fences map[stor
 	return kept, gone
 }
 
-// finish ends the leased batch in state and, in the same statement, wakes
-// the registration's other due batches, which this lease held back: they go
-// at once, one after the other. A lost lease records and wakes nothing: the
-// new holder does. The lease token fences the end, so it needs neither a
-// transaction nor the host lock. A batch that raised its registration's
-// badge and ends in any state but sent gives the raise back: no provider
-// took the push that counted it.
-func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchState, reason string) error {
+// finish ends the leased batch in state and, in the same statement, takes
+// the registration's other due batches, which this lease held back; then
+// hands on to them (handOn). A lost lease records and hands on nothing: the
+// new holder does. A batch that raised its registration's badge and ends in
+// any state but sent gives the raise back in the same transaction
+// (store.EndLeasedBatch), before the next batch's claim reads the count: no
+// provider took the push that counted it. It returns the next batch to
+// send, or nil.
+func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchState, reason string) (*claimed, error) {
+	rec, cancel := recording(ctx)
+	defer cancel()
 	now := d.clock.Now().UnixMilli()
-	ended, next, err := d.store.EndLeasedBatch(ctx, c.batch.ID, c.batch.RegistrationID, c.token, state, reason, now)
+	ended, next, err := d.store.EndLeasedBatch(rec, c.batch.ID, c.batch.RegistrationID, c.token, state, reason, now)
 	if err != nil {
-		return fmt.Errorf("finish: %w", err)
+		return nil, fmt.Errorf("finish: %w", err)
 	}
-	d.wake(ctx, c.batch.RegistrationID, next, now, c.token)
-	if ended && c.raised && state != store.BatchSent {
-		// Should it fail, the sweep gives it back (Store.GiveBackBadges).
-		if err := d.store.GiveBackBadge(ctx, c.batch.ID); err != nil {
-			return fmt.Errorf("finish: %w", err)
-		}
+	if !ended {
+		return nil, nil
 	}
-	return nil
+	return d.handOn(ctx, c, next, now)
 }
 
-// wake hands the batches this lease (token) held back to the scheduler, due
-// at now. The lease token keys the tasks, so a wake-up never merges with the
-// batch's own task for the same millisecond, which has run already.
+// handOn claims the first of next, the registration's batches that fell due
+// while c held the lease (oldest due first), for the caller to deliver in
+// the same request, as long as ctx (the request's budget) lasts. Once it
+// has run out, the first goes to one task instead (wake), whose delivery
+// hands on to the others: the held-back batches are never woken one task
+// each. A batch the claim finds finished or expired gives way to the next;
+// one another delivery holds ends the hand-on, since that delivery hands
+// on when it ends. Should this process die first, the sweep finds them lost
+// (Sweeper): that is each held-back batch's one fallback.
+func (d *Deliverer) handOn(ctx context.Context, c *claimed, next []string, now int64) (*claimed, error) {
+	for i, id := range next {
+		if ctx.Err() != nil {
+			d.wakeAfter(ctx, c.batch.RegistrationID, next[i:], now, c.token)
+			return nil, nil
+		}
+		n, held, err := d.claim(ctx, id)
+		if err != nil || n != nil || held {
+			return n, err
+		}
+	}
+	return nil, nil
+}
+
+// wakeAfter is wake once ctx has ended: the task is made all the same.
+func (d *Deliverer) wakeAfter(ctx context.Context, registrationID string, ids []string, now int64, token string) {
+	rec, cancel := recording(ctx)
+	defer cancel()
+	d.wake(rec, registrationID, ids, now, token)
+}
+
+// wake hands the first of ids, batches a lease (token) held back, to the
+// scheduler, due at now: its delivery hands on to the rest. The lease token
+// keys the task, so a wake-up never merges with the batch's own task for the
+// same millisecond, which has run already.
 func (d *Deliverer) wake(ctx context.Context, registrationID string, ids []string, now int64, token string) {
-	for _, id := range ids {
-		d.schedule(ctx, id, registrationID, now, token)
+	if len(ids) > 0 {
+		d.schedule(ctx, ids[0], registrationID, now, token)
 	}
 }
 
 // retry puts the batch back for its next attempt at
 // now + max(1 s, backoff by attempt, the provider's delay), or ends it as
 // expired when that is at or past its deadline: a Retry-After is never
-// shortened to fit (reference-behaviour §6). Either way the batches this
-// lease held back are woken.
-func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) error {
+// shortened to fit (reference-behaviour §6). Either way it hands on to the
+// batches this lease held back, which are due now.
+func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) (*claimed, error) {
 	now := d.clock.Now().UnixMilli()
 	delay := max(contract.MinRetryDelay, backoff(c.attempts), out.RetryAfter)
 	at := now + delay.Milliseconds()
@@ -361,30 +425,20 @@ func (d *Deliverer) retry(ctx context.Context, c *claimed, out push.Outcome) err
 		d.counters.Inc(obs.DeliveryExpired)
 		return d.finish(ctx, c, store.BatchExpired, out.Reason)
 	}
-	// The lease token fences both statements; the host lock is not
-	// needed. A batch a dismissal emptied while in flight is retried too:
-	// its next claim drops the fenced members and ends it as dismissed.
-	retried := false
-	var next []string
-	err := d.store.Tx(ctx, func(tx *store.Tx) error {
-		var err error
-		if retried, err = tx.RetryBatch(ctx, c.batch.ID, c.token, out.Reason, at, now); err != nil || !retried {
-			// A lost lease: the new holder decides, and wakes what
-			// waits.
-			return err
-		}
-		// What this lease held back (a dismissal, often) goes now.
-		next, err = tx.DueBatches(ctx, c.batch.RegistrationID, now)
-		return err
-	})
+	rec, cancel := recording(ctx)
+	defer cancel()
+	// The lease token fences the retry. A batch a dismissal emptied while
+	// in flight is retried too: its next claim drops the fenced members and
+	// ends it as dismissed. A lost lease retries and hands on nothing: the
+	// new holder decides.
+	retried, next, err := d.store.RetryLeasedBatch(rec, c.batch.ID, c.batch.RegistrationID, c.token, out.Reason, at, now)
 	if err != nil {
-		return fmt.Errorf("retry: %w", err)
+		return nil, fmt.Errorf("retry: %w", err)
 	}
 	if retried {
-		d.schedule(ctx, c.batch.ID, c.batch.RegistrationID, at, "")
+		d.schedule(rec, c.batch.ID, c.batch.RegistrationID, at, "")
 	}
-	d.wake(ctx, c.batch.RegistrationID, next, now, c.token)
-	return nil
+	return d.handOn(ctx, c, next, now)
 }
 
 // backoff is the exponential delay before the next attempt after attempts

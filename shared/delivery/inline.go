@@ -13,9 +13,16 @@ import (
 // alert) is delivered within the call, in the request that made it due, and
 // a batch due later goes to the next scheduler (Cloud Tasks), as does
 // whatever the delivery itself schedules through its own (its retry, the
-// wake-up of what it held back). A push that succeeds at once then costs the
-// send request alone, where a task costs a create, a dispatch and the
-// deliver request.
+// wake-up of what it could not hand on). A push that succeeds at once then
+// costs the send request alone, where a task costs a create, a dispatch and
+// the deliver request.
+//
+// A send's answer waits on the providers at most InlineBudget
+// (Options.Budget: the deadline of the ctx admission gives every Schedule
+// call of one request), whatever the number of registrations: a batch whose
+// delivery has not started by then goes to the next scheduler, due now, and
+// one whose provider call overruns it is cut short and recorded as a retry
+// (Deliverer.Deliver), so nothing goes on after the answer.
 //
 // Nothing is lost where the task would have carried it: when the delivery
 // fails (the database), the batch goes to the next scheduler as it would
@@ -29,6 +36,12 @@ type Inline struct {
 	clock     clock.Clock
 }
 
+// InlineBudget is how long a send's answer may wait on the deliveries
+// Inline makes, for the whole request: well under the 2 s after which the
+// desktop retries an unconfirmed send (issue 29), with room for the
+// outcomes cut short at it to be recorded.
+const InlineBudget = time.Second
+
 // NewInline returns an Inline scheduler that delivers through d, hands
 // everything else to next, and reads what is due now from clk; every
 // argument is required.
@@ -39,15 +52,16 @@ func NewInline(d *Deliverer, next Scheduler, clk clock.Clock) (*Inline, error) {
 	return &Inline{deliverer: d, next: next, clock: clk}, nil
 }
 
-// Schedule delivers batchID now when it is due by now and key is empty (a
-// batch's own due time, as admission asks), or hands it to the next
-// scheduler, as it does a batch whose delivery failed.
+// Schedule delivers batchID now when it is due by now, key is empty (a
+// batch's own due time, as admission asks) and ctx's budget has not run
+// out; or hands it to the next scheduler, as it does a batch whose delivery
+// failed.
 func (s *Inline) Schedule(ctx context.Context, batchID, registrationID string, at time.Time, key string) error {
-	if key != "" || at.After(s.clock.Now()) {
-		return s.next.Schedule(ctx, batchID, registrationID, at, key)
+	if key != "" || at.After(s.clock.Now()) || ctx.Err() != nil {
+		return s.next.Schedule(context.WithoutCancel(ctx), batchID, registrationID, at, key)
 	}
 	if err := s.deliverer.Deliver(ctx, batchID); err != nil {
-		return s.next.Schedule(ctx, batchID, registrationID, at, key)
+		return s.next.Schedule(context.WithoutCancel(ctx), batchID, registrationID, at, key)
 	}
 	return nil
 }

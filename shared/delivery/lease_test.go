@@ -129,13 +129,12 @@ func TestStaleHolderRecordsNothing(t *testing.T) {
 	}
 }
 
-// TestEndWakesHeldBack: a batch that fell due while another batch of its
-// registration was in flight is handed to the scheduler the moment that
-// delivery ends, whether it was sent, failed for good, or goes back for a
-// retry; keyed by the lease that held it back, so that the wake-up is not
-// taken for the batch's own task of the same millisecond. Without a delivery
-// in flight nothing is woken.
-func TestEndWakesHeldBack(t *testing.T) {
+// TestHandOn: a batch that fell due while another batch of its registration
+// was in flight, and whose claim was held back, is neither scheduled again
+// nor woken by a task: the lease holder, once its batch ends (sent, failed
+// for good, dead, or back for a retry), claims it and delivers it in the
+// same call. A due batch no claim asked for is left to its own task.
+func TestHandOn(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			for _, tt := range providerOutcomes {
@@ -145,49 +144,187 @@ func TestEndWakesHeldBack(t *testing.T) {
 					first := e.queue(t, reg, alert("a", 1))
 					e.clock.Advance(contract.DefaultCoalesce)
 					var held string
-					var token string
-					e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
-						token = e.batch(t, first).LeaseToken
+					var sends []string
+					e.prov.step = func(_ context.Context, _ push.Target, m push.Message) push.Outcome {
+						sends = append(sends, string(m.Kind))
+						if held != "" {
+							return push.Outcome{Kind: push.Sent}
+						}
 						// While the alert is in flight, a dismissal of
-						// another notification falls due; its task
+						// another notification falls due; its claim
 						// finds the registration busy.
 						held = e.queue(t, reg, dismissal("other", 2))
 						e.deliver(t, held)
 						if b := e.batch(t, held); b.State != store.BatchPending || b.Attempts != 0 {
 							t.Fatalf("held-back batch = %+v, want pending, never attempted", b)
 						}
-						if got := e.sched.take(); len(got) != 1 || got[0].At != e.now()+contract.LeaseDuration.Milliseconds() {
-							t.Fatalf("held back, it looks again at %v, want when the lease ends", got)
+						if got := e.sched.take(); len(got) != 0 {
+							t.Fatalf("held back, it scheduled %v, want nothing (the holder hands on)", got)
 						}
 						return tt.out
 					}
 					e.deliver(t, first)
-					var woken []call
-					for _, c := range e.sched.take() {
-						if c.BatchID == held {
-							woken = append(woken, c)
-						}
-					}
-					wake := []call{{BatchID: held, At: e.now(), Key: token}}
-					if diff := cmp.Diff(wake, woken); diff != "" {
-						t.Fatalf("wake-ups (-want +got):\n%s", diff)
-					}
-					e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
-						return push.Outcome{Kind: push.Sent}
-					}
-					e.deliver(t, held)
-					want := store.BatchSent
+					want, wantSends := store.BatchSent, []string{"alert", "dismiss"}
 					if tt.out.Kind == push.Dead {
-						want = store.BatchDead // its registration is gone
+						// Its registration is gone: no provider call.
+						want, wantSends = store.BatchDead, []string{"alert"}
 					}
 					if b := e.batch(t, held); b.State != want {
-						t.Fatalf("woken batch = %s, want %s", b.State, want)
+						t.Fatalf("handed-on batch = %s, want %s", b.State, want)
 					}
-					// Its end finds nothing else waiting.
-					if got := e.sched.take(); len(got) != 0 {
-						t.Fatalf("after the last delivery the scheduler got %v, want nothing", got)
+					if diff := cmp.Diff(wantSends, sends); diff != "" {
+						t.Fatalf("provider calls (-want +got):\n%s", diff)
+					}
+					var wantCalls []call
+					if tt.out.Kind == push.Retry {
+						wantCalls = []call{{BatchID: first, At: e.batch(t, first).DueAt}} // its own retry
+					}
+					if diff := cmp.Diff(wantCalls, e.sched.take()); diff != "" {
+						t.Fatalf("scheduled (-want +got):\n%s", diff)
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestHandOnLeavesTheUnasked: a batch that is due but whose claim never
+// came while the lease was held (its task is on its way) is not taken by the
+// hand-on: its own task claims it.
+func TestHandOnLeavesTheUnasked(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := mustDeliverEnv(t, d)
+			reg := e.device(t, "hostA", "phone")
+			first := e.queue(t, reg, alert("a", 1))
+			e.clock.Advance(contract.DefaultCoalesce)
+			var other string
+			sends := 0
+			e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+				sends++
+				if other == "" {
+					other = e.queue(t, reg, dismissal("other", 2))
+				}
+				return push.Outcome{Kind: push.Sent}
+			}
+			e.deliver(t, first)
+			if b := e.batch(t, other); sends != 1 || b.State != store.BatchPending {
+				t.Fatalf("after the first delivery: %d sends, other %s; want 1, pending", sends, b.State)
+			}
+			e.deliver(t, other)
+			if b := e.batch(t, other); sends != 2 || b.State != store.BatchSent {
+				t.Fatalf("after its own task: %d sends, other %s; want 2, sent", sends, b.State)
+			}
+		})
+	}
+}
+
+// TestHandOnPastTheBudget: a delivery whose budget (its request's ctx)
+// runs out during its provider call is cut short and recorded as a retry;
+// of the two batches its lease held back, the first goes to one task, keyed
+// by the lease, and the second to none: the first's delivery hands on to it.
+func TestHandOnPastTheBudget(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := mustDeliverEnv(t, d)
+			reg := e.device(t, "hostA", "phone")
+			first := e.queue(t, reg, alert("a", 1))
+			e.clock.Advance(contract.DefaultCoalesce)
+			var held []string
+			var token string
+			sends := 0
+			e.prov.step = func(ctx context.Context, _ push.Target, _ push.Message) push.Outcome {
+				sends++
+				if sends > 1 {
+					return push.Outcome{Kind: push.Sent}
+				}
+				token = e.batch(t, first).LeaseToken
+				held = append(held, e.queue(t, reg, dismissal("other", 2)), e.queue(t, reg, alert("b", 3)))
+				e.clock.Advance(contract.DefaultCoalesce)
+				for _, id := range held {
+					e.deliver(t, id)
+				}
+				e.sched.take()
+				<-ctx.Done() // a provider that hangs past the budget
+				return push.Outcome{Kind: push.Retry, Reason: "Timeout"}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			if err := e.dl.Deliver(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			if b := e.batch(t, first); b.State != store.BatchPending || b.Attempts != 1 || b.LeaseToken != "" {
+				t.Fatalf("cut-short batch = %+v, want pending for a retry", b)
+			}
+			want := []call{{BatchID: held[0], At: e.now(), Key: token}, {BatchID: first, At: e.batch(t, first).DueAt}}
+			if diff := cmp.Diff(want, e.sched.take()); diff != "" {
+				t.Fatalf("scheduled (-want +got):\n%s", diff)
+			}
+			e.deliver(t, held[0])
+			for _, id := range held {
+				if b := e.batch(t, id); b.State != store.BatchSent {
+					t.Errorf("held-back batch %s is %s, want sent", id, b.State)
+				}
+			}
+			if sends != 3 {
+				t.Errorf("%d provider calls, want 3", sends)
+			}
+		})
+	}
+}
+
+// TestHeldBackSurvivesACrash: the lease holder dies mid-delivery (its claim
+// committed, no outcome ever recorded) while another batch of the
+// registration is held back, for which nothing was scheduled. Once the lease
+// and the sweep's grace have passed, the sweep's rescue finds both lost, and
+// each is delivered once: the rescued holder's delivery hands on to the
+// held-back batch, whose own rescue task then finds nothing to do.
+func TestHeldBackSurvivesACrash(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			ctx := context.Background()
+			e := mustDeliverEnv(t, d)
+			reg := e.device(t, "hostA", "phone")
+			first := e.queue(t, reg, alert("a", 1))
+			now := e.clock.Advance(contract.DefaultCoalesce).UnixMilli()
+			// The claim of a delivery whose process then dies.
+			if c, err := e.store.ClaimBatch(ctx, first, "dead", now, now+contract.LeaseDuration.Milliseconds(), push.ReasonExpired); err != nil || !c.Leased {
+				t.Fatalf("ClaimBatch = %+v, %v; want leased", c, err)
+			}
+			held := e.queue(t, reg, dismissal("other", 2))
+			e.deliver(t, held)
+			if got := e.sched.take(); len(got) != 0 {
+				t.Fatalf("held back, it scheduled %v, want nothing", got)
+			}
+			var sends []string
+			e.prov.step = func(_ context.Context, _ push.Target, m push.Message) push.Outcome {
+				sends = append(sends, string(m.Kind))
+				return push.Outcome{Kind: push.Sent}
+			}
+			sw, err := delivery.NewSweeper(delivery.SweeperOptions{Store: e.store, Clock: e.clock, Counters: e.counters, Scheduler: e.sched})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(contract.LeaseDuration + time.Minute)
+			if _, err := sw.Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var rescued []string
+			for _, c := range e.sched.take() {
+				rescued = append(rescued, c.BatchID)
+			}
+			if slices.Sort(rescued); !slices.Equal(rescued, slices.Sorted(slices.Values([]string{first, held}))) {
+				t.Fatalf("the sweep rescued %v, want both batches", rescued)
+			}
+			e.deliver(t, first)
+			e.deliver(t, held)
+			for _, id := range []string{first, held} {
+				if b := e.batch(t, id); b.State != store.BatchSent {
+					t.Errorf("batch %s is %s, want sent", id, b.State)
+				}
+			}
+			if diff := cmp.Diff([]string{"alert", "dismiss"}, sends); diff != "" {
+				t.Errorf("provider calls (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -22,9 +22,10 @@ import (
 // deadline, ends the batch expired with reason payload_key_unknown.
 
 // leave gives batch c back, unsent and with no attempt counted, due again
-// after leaveDelay, and wakes what its lease held back. When that would be
-// at or past its deadline it ends it instead, as unopenable.
-func (d *Deliverer) leave(ctx context.Context, c *claimed) error {
+// after leaveDelay, and hands on to what its lease held back. When that
+// would be at or past its deadline it ends it instead, as unopenable. It
+// returns the next batch to send, or nil.
+func (d *Deliverer) leave(ctx context.Context, c *claimed) (*claimed, error) {
 	now := d.clock.Now().UnixMilli()
 	at := now + leaveDelay(now, c.batch.CreatedAt).Milliseconds()
 	if at >= c.batch.ExpiresAt {
@@ -33,13 +34,12 @@ func (d *Deliverer) leave(ctx context.Context, c *claimed) error {
 	d.counters.Inc(obs.PayloadKeyNotHeld)
 	released, next, err := d.store.ReleaseBatch(ctx, c.batch.ID, c.batch.RegistrationID, c.token, at, now)
 	if err != nil {
-		return fmt.Errorf("leave: %w", err)
+		return nil, fmt.Errorf("leave: %w", err)
 	}
 	if released {
 		d.schedule(ctx, c.batch.ID, c.batch.RegistrationID, at, "")
 	}
-	d.wake(ctx, c.batch.RegistrationID, next, now, c.token)
-	return nil
+	return d.handOn(ctx, c, next, now)
 }
 
 // leaveDelay is how long a batch left for another instance waits before it
@@ -54,8 +54,9 @@ func leaveDelay(now, createdAt int64) time.Duration {
 }
 
 // unopenable ends batch c expired with reason payload_key_unknown, without
-// a provider call: it can never be delivered.
-func (d *Deliverer) unopenable(ctx context.Context, c *claimed) error {
+// a provider call: it can never be delivered. It returns the next batch to
+// send, or nil.
+func (d *Deliverer) unopenable(ctx context.Context, c *claimed) (*claimed, error) {
 	d.counters.Inc(obs.DeliveryExpired)
 	d.counters.Inc(obs.PayloadUnopenable)
 	return d.finish(ctx, c, store.BatchExpired, payloadKeyUnknown)

@@ -108,15 +108,16 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
-	admit := o.Scheduler
+	admit, budget := o.Scheduler, time.Duration(0)
 	if o.Config.DeliverInline {
 		if admit, err = delivery.NewInline(s.Deliverer, o.Scheduler, o.Clock); err != nil {
 			return nil, fmt.Errorf("service: %w", err)
 		}
+		budget = delivery.InlineBudget
 	}
 	s.Admission, err = delivery.NewAdmission(delivery.Options{
 		Store: st, Clock: o.Clock, Counters: s.Counters, Scheduler: admit, Coalesce: o.Config.Coalesce,
-		Keys: o.Config.PayloadKeys, Digest: o.Config.DigestKey,
+		Keys: o.Config.PayloadKeys, Digest: o.Config.DigestKey, Budget: budget,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)

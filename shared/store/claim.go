@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -141,86 +140,15 @@ func (t *Tx) EndBatch(ctx context.Context, id string, state BatchState, reason s
 	return n == 1, nil
 }
 
-// EndLeasedBatch ends batch id of registration registrationID, leased to
-// token, in state with reason, clearing its payload; and in the same
-// statement it wakes the registration's other batches that are pending, due,
-// unleased and unexpired at now, marking them scheduled at now, and returns
-// their ids: the caller hands them to the scheduler, so a batch held back by
-// this lease (one delivery per registration is in flight at a time) goes out
-// as soon as the lease ends. It reports whether it ended the batch. A stale
-// holder, whose lease ran out and was taken over, changes nothing and wakes
-// nothing: the new holder records the outcome and wakes what waits. The
-// lease token fences it, so it needs neither a transaction nor the host
-// lock: alone it commits on its own; under load, outcomes that arrive
-// together share one transaction and round trip (group commit, see
-// SharedHostTx).
-func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
-	var (
-		ended bool
-		woken []string
-	)
-	fn := func(t *Tx) error {
-		var err error
-		ended, woken, err = t.endLeasedBatch(ctx, id, registrationID, token, state, reason, now)
-		return err
-	}
-	alone := func(string) error { return fn(&Tx{r: sqlRunner{tx: s.db}}) }
-	var err error
-	if s.outcomes == nil {
-		err = alone("")
-	} else {
-		err = s.outcomes.do(&groupCall{ctx: ctx, fn: fn, alone: alone})
-	}
-	return ended, woken, err
-}
-
-// endLeasedBatch is EndLeasedBatch's statement, run by t.
-func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
-	// One statement for both dialects (SQLite has no UPDATE in a WITH):
-	// the holder's row matches the first branch, its siblings the second.
-	// Whether the sibling rows see the holder's row before or after it is
-	// ended differs between the databases, so the holder test accepts both:
-	// still leased to token, or just ended by this very statement.
-	rows, err := t.r.query(ctx, `UPDATE push_delivery_batches SET
-			state = CASE WHEN batch_id = $1 THEN $4 ELSE state END,
-			reason = CASE WHEN batch_id = $1 THEN $5 ELSE reason END,
-			payload_json = CASE WHEN batch_id = $1 THEN $6 ELSE payload_json END,
-			finished_at = CASE WHEN batch_id = $1 THEN $7 ELSE finished_at END,
-			lease_token = CASE WHEN batch_id = $1 THEN NULL ELSE lease_token END,
-			lease_until = CASE WHEN batch_id = $1 THEN 0 ELSE lease_until END,
-			scheduled_at = CASE WHEN batch_id = $1 THEN scheduled_at ELSE $7 END
-		WHERE (batch_id = $1 AND state = 'pending' AND lease_token = $3)
-			OR (registration_id = $2 AND batch_id <> $1 AND state = 'pending' AND due_at <= $7
-				AND lease_until <= $7 AND expires_at > $7
-				AND EXISTS (SELECT 1 FROM push_delivery_batches h WHERE h.batch_id = $1
-					AND ((h.state = 'pending' AND h.lease_token = $3)
-						OR (h.state = $4 AND h.finished_at = $7 AND h.lease_token IS NULL))))
-		RETURNING batch_id`,
-		id, registrationID, token, string(state), nullable(reason), EmptyPayload, now)
-	if err != nil {
-		return false, nil, fmt.Errorf("end leased batch: %w", err)
-	}
-	ids, err := scanIDs(rows)
-	if err != nil {
-		return false, nil, fmt.Errorf("end leased batch: %w", err)
-	}
-	ended := slices.Contains(ids, id)
-	if !ended {
-		// The holder was not ended: a sibling matched only because
-		// another holder ended the batch in the same state and
-		// millisecond. Its wake-up is harmless; report nothing.
-		return false, nil, nil
-	}
-	return true, slices.DeleteFunc(ids, func(b string) bool { return b == id }), nil
-}
-
 // RetryBatch returns a leased batch to pending, due at dueAt, with its lease
 // cleared and scheduled_at set to now (the caller schedules it after
 // commit), and records the failed attempt's reason and time for its
-// receipts. Only the lease holder may do it; it reports whether it did.
+// receipts. It is no longer held back (its own task carries the retry).
+// Only the lease holder may do it; it reports whether it did.
 func (t *Tx) RetryBatch(ctx context.Context, id, token, reason string, dueAt, now int64) (bool, error) {
 	n, err := t.exec(ctx, `UPDATE push_delivery_batches
-		SET due_at = $3, lease_token = NULL, lease_until = 0, scheduled_at = $4, reason = $5, attempted_at = $4
+		SET due_at = $3, lease_token = NULL, lease_until = 0, scheduled_at = $4, reason = $5, attempted_at = $4,
+			held_at = 0
 		WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2`, id, token, dueAt, now, nullable(reason))
 	if err != nil {
 		return false, fmt.Errorf("retry batch: %w", err)
@@ -229,17 +157,17 @@ func (t *Tx) RetryBatch(ctx context.Context, id, token, reason string, dueAt, no
 }
 
 // DueBatches returns the registration's pending batches that are due at now,
-// unleased and unexpired, marking them scheduled at now: the caller hands
+// unleased and unexpired, oldest due first, marking them scheduled at now: the caller hands
 // them to the scheduler after commit, so a batch held back by this
 // registration's lease goes out as soon as the lease ends.
 func (t *Tx) DueBatches(ctx context.Context, registrationID string, now int64) ([]string, error) {
 	rows, err := t.r.query(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
 		WHERE registration_id = $1 AND state = 'pending' AND due_at <= $2 AND lease_until <= $2 AND expires_at > $2
-		RETURNING batch_id`, registrationID, now)
+		RETURNING batch_id, due_at, created_at`, registrationID, now)
 	if err != nil {
 		return nil, fmt.Errorf("due batches: %w", err)
 	}
-	ids, err := scanIDs(rows)
+	ids, err := scanDue(rows)
 	if err != nil {
 		return nil, fmt.Errorf("due batches: %w", err)
 	}

@@ -65,6 +65,10 @@ func mustLeaseFixture(t *testing.T, d storetest.Dialect) *leaseFixture {
 			t.Fatal(err)
 		}
 	}
+	// The due sibling's claim found it held back by the holder's lease.
+	if c, err := f.s.ClaimBatch(ctx, f.due, "sibling", fixtureNow, fixtureNow+30_000, "deadline"); err != nil || c.Leased {
+		t.Fatalf("due sibling's claim = %+v, %v; want held back", c, err)
+	}
 	return f
 }
 
@@ -79,15 +83,23 @@ func (f *leaseFixture) snapshot(t *testing.T) []store.Batch {
 }
 
 // TestEndLeasedBatch: the lease holder ends its batch and wakes exactly the
-// registration's siblings that are due, pending, unleased and unexpired; a
-// holder whose lease was taken over (another token) changes nothing and
-// wakes nothing.
+// registration's siblings that are due, pending, unleased and unexpired and
+// whose claim found them held back (a due batch no claim asked for is left
+// to its own task); a holder whose lease was taken over (another token)
+// changes nothing and wakes nothing.
 func TestEndLeasedBatch(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Run("holder", func(t *testing.T) {
 				f := mustLeaseFixture(t, d)
+				var unasked string
+				mustHostTx(t, f.s, "hostA", func(tx *store.Tx) error {
+					var err error
+					unasked, err = tx.InsertBatch(ctx, store.NewBatch{Host: "hostA", RegistrationID: f.reg,
+						Kind: contract.KindAlert, Payload: `[1]`, Members: 1, DueAt: fixtureNow, ExpiresAt: 60_000}, 1000)
+					return err
+				})
 				ended, woken, err := f.s.EndLeasedBatch(ctx, f.held, f.reg, "holder", store.BatchSent, "", fixtureNow)
 				if err != nil || !ended {
 					t.Fatalf("EndLeasedBatch = %v, %v, want ended", ended, err)
@@ -101,6 +113,9 @@ func TestEndLeasedBatch(t *testing.T) {
 				}
 				if b := mustBatch(t, f.s, f.due); b.ScheduledAt != fixtureNow {
 					t.Errorf("woken batch scheduled at %d, want %d", b.ScheduledAt, fixtureNow)
+				}
+				if b := mustBatch(t, f.s, unasked); b.ScheduledAt != 1000 {
+					t.Errorf("unasked batch scheduled at %d, want 1000 (untouched)", b.ScheduledAt)
 				}
 			})
 			t.Run("stale holder", func(t *testing.T) {

@@ -44,8 +44,9 @@ type claimArgs struct {
 // unexpired, not leased and no other pending batch of its registration is in
 // flight, it leases it to token until leaseUntil and counts the attempt;
 // when it is pending, unleased and at or past its deadline, it ends it as
-// expired with reason expiredReason; otherwise it changes nothing and
-// reports what holds it back. The claim reads the batch, the registration
+// expired with reason expiredReason; otherwise it reports what holds it
+// back, and a batch held back by another batch's lease is marked so that
+// the lease holder hands on to it (Store.EndLeasedBatch). The claim reads the batch, the registration
 // and, for a leased batch, the dismissal fences of its members, so a
 // delivery needs no other read before its provider call.
 //
@@ -62,6 +63,9 @@ func (s *Store) ClaimBatch(ctx context.Context, id, token string, now, leaseUnti
 	var c Claim
 	on := lockOn{batch: id}
 	fn := func(t *Tx) error {
+		if err := t.holdBack(ctx, id, now); err != nil {
+			return err
+		}
 		var err error
 		c, err = s.dialect.claim(ctx, t, claimArgs{id: id, token: token, now: now, leaseUntil: leaseUntil,
 			expiredReason: expiredReason})

@@ -801,6 +801,10 @@ func TestOutcomesShareTransactions(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+		// The sibling's claim finds it held back, so the end hands on to it.
+		if c, err := s.ClaimBatch(ctx, ids[1], "sibling", fixtureNow, fixtureNow+30_000, "deadline"); err != nil || c.Leased {
+			t.Fatalf("sibling's claim = %+v, %v; want held back", c, err)
+		}
 		held = append(held, ids[0])
 	}
 	lock, err := db.Begin()

@@ -23,7 +23,8 @@ func (s *Store) ReleaseBatch(ctx context.Context, id, registrationID, token stri
 	err := s.Tx(ctx, func(t *Tx) error {
 		released, next = false, nil
 		n, err := t.exec(ctx, `UPDATE push_delivery_batches
-			SET lease_token = NULL, lease_until = 0, attempts = attempts - 1, due_at = $3, scheduled_at = $4
+			SET lease_token = NULL, lease_until = 0, attempts = attempts - 1, due_at = $3, scheduled_at = $4,
+				held_at = 0
 			WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2`, id, token, dueAt, now)
 		if released = n == 1; err != nil || !released {
 			return err

@@ -1,0 +1,221 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+)
+
+// A registration has one delivery in flight at a time (ClaimBatch): a claim
+// of another of its due batches is held back, and marks it so (holdBack).
+// When the holder's batch ends (EndLeasedBatch) or goes back for a retry
+// (RetryLeasedBatch), the same statement takes the batches held back,
+// oldest due first, and the holder claims the first of them and delivers it
+// in the same request (the hand-on, package delivery): a burst to one phone
+// goes out one batch after the other without a task per batch or a wake-up
+// per sibling. A due batch no claim has asked for yet is left to its own
+// task, which claims it when it comes.
+//
+// Both run under the batch's host lock on PostgreSQL, as a claim does, so a
+// claim of a sibling and the end of the holder never miss each other: the
+// claim either sees the lease ended and takes it, or finds it held and
+// leaves the batch to the holder's end, which then sees the sibling. (Without
+// the lock, a sibling admitted while the end's statement ran could be held
+// back by a lease the end had already released, with no one left to hand it
+// on until the sweep.) On SQLite every write is serialised already.
+
+// EndLeasedBatch ends batch id of registration registrationID, leased to
+// token, in state with reason, clearing its payload; and in the same
+// statement it takes the registration's other batches that a claim found
+// held back (holdBack) and that are pending, due, unleased and unexpired at
+// now, marking them scheduled at now, and returns
+// their ids, oldest due first: the caller claims the first (the hand-on), or
+// hands it to the scheduler, so a batch held back by this lease goes out as
+// soon as the lease ends. It reports whether it ended the batch. A stale
+// holder, whose lease ran out and was taken over, changes nothing and
+// returns nothing: the new holder records the outcome and hands on. The
+// lease token fences it, and on PostgreSQL it runs under the batch's host
+// lock (see above) in one round trip (BEGIN, the lock, the statement and
+// COMMIT). A batch that ends in any state but sent gives its badge raise
+// back in the same transaction and round trip (giveBackLeased), before
+// the hand-on's claim of the next batch reads the count; under load, outcomes that arrive together share one transaction
+// and round trip (group commit, see SharedHostTx). On SQLite it is one
+// statement.
+func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
+	var (
+		ended bool
+		woken []string
+	)
+	fn := func(t *Tx) error {
+		if state != BatchSent {
+			if err := t.giveBackLeased(ctx, id, token); err != nil {
+				return err
+			}
+		}
+		var err error
+		ended, woken, err = t.endLeasedBatch(ctx, id, registrationID, token, state, reason, now)
+		return err
+	}
+	var err error
+	switch {
+	case s.outcomes == nil && state == BatchSent:
+		err = fn(&Tx{r: sqlRunner{tx: s.db}})
+	case s.outcomes == nil:
+		err = s.Tx(ctx, fn) // the give-back and the end together
+	default:
+		alone := func(wait string) error { return s.transact(ctx, lockOn{batch: id, wait: wait}, fn) }
+		err = s.outcomes.do(&groupCall{ctx: ctx, on: lockOn{batch: id}, fn: fn, alone: alone})
+	}
+	return ended, woken, err
+}
+
+// endLeasedStatement is EndLeasedBatch's update, one text for both
+// dialects (SQLite has no UPDATE in a WITH): the holder's row matches the
+// first branch, its siblings the second. Whether the sibling rows see the
+// holder's row before or after it is ended differs between the databases,
+// so the holder test accepts both: still leased to token, or just ended by
+// this very statement.
+const endLeasedStatement = `UPDATE push_delivery_batches SET
+			state = CASE WHEN batch_id = $1 THEN $4 ELSE state END,
+			reason = CASE WHEN batch_id = $1 THEN $5 ELSE reason END,
+			payload_json = CASE WHEN batch_id = $1 THEN $6 ELSE payload_json END,
+			finished_at = CASE WHEN batch_id = $1 THEN $7 ELSE finished_at END,
+			lease_token = CASE WHEN batch_id = $1 THEN NULL ELSE lease_token END,
+			lease_until = CASE WHEN batch_id = $1 THEN 0 ELSE lease_until END,
+			scheduled_at = CASE WHEN batch_id = $1 THEN scheduled_at ELSE $7 END
+		WHERE (batch_id = $1 AND state = 'pending' AND lease_token = $3)
+			OR (registration_id = $2 AND batch_id <> $1 AND state = 'pending' AND due_at <= $7
+				AND lease_until <= $7 AND expires_at > $7 AND held_at > 0
+				AND EXISTS (SELECT 1 FROM push_delivery_batches h WHERE h.batch_id = $1
+					AND ((h.state = 'pending' AND h.lease_token = $3)
+						OR (h.state = $4 AND h.finished_at = $7 AND h.lease_token IS NULL))))
+		RETURNING batch_id, due_at, created_at`
+
+// endLeasedBatch is EndLeasedBatch's statement, run by t: on PostgreSQL
+// as the transaction's final statement, its rows folded into one ordered
+// array so that COMMIT travels with it.
+func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
+	args := []any{id, registrationID, token, string(state), nullable(reason), EmptyPayload, now}
+	var ids []string
+	if t.pipelined() {
+		err := t.r.final(ctx, `WITH u AS (`+endLeasedStatement+`)
+			SELECT ARRAY(SELECT batch_id FROM u ORDER BY due_at, created_at, batch_id)`, args...).Scan(&ids)
+		if err != nil {
+			return false, nil, fmt.Errorf("end leased batch: %w", err)
+		}
+	} else {
+		rows, err := t.r.query(ctx, endLeasedStatement, args...)
+		if err != nil {
+			return false, nil, fmt.Errorf("end leased batch: %w", err)
+		}
+		if ids, err = scanDue(rows); err != nil {
+			return false, nil, fmt.Errorf("end leased batch: %w", err)
+		}
+	}
+	if !slices.Contains(ids, id) {
+		// The holder was not ended: a sibling matched only because
+		// another holder ended the batch in the same state and
+		// millisecond. Report nothing.
+		return false, nil, nil
+	}
+	return true, slices.DeleteFunc(ids, func(b string) bool { return b == id }), nil
+}
+
+// holdBack marks batch id asked for at now when it is pending, due, unleased
+// and unexpired: the claim that follows in the transaction either leases it
+// (the mark is then moot: the batch ends, or its retry clears it) or finds
+// another batch of the registration in flight and leaves it to that lease's
+// holder, whose end takes it. The mark does not test that other lease
+// itself: in a group of claims (SharedHostTx) a member's deferred write may
+// run before the claims of the members ahead of it, and a batch held back
+// by one of those must be marked all the same. It waits for the claim's
+// round trip.
+func (t *Tx) holdBack(ctx context.Context, id string, now int64) error {
+	return t.later(ctx, "hold back", `UPDATE push_delivery_batches SET held_at = $2
+		WHERE batch_id = $1 AND state = 'pending' AND lease_until <= $2 AND due_at <= $2 AND expires_at > $2`, id, now)
+}
+
+// giveBackLeased gives back, in t, the badge raise of batch id while it is
+// still leased to token, as GiveBackBadge does for a finished batch: the
+// registration's count goes down by what the batch's first attempt added,
+// never below 0, only in the epoch it was made in, and the raise is settled
+// (negated) so that it is given back once. The end statement that follows
+// in the transaction ends the batch unsent; a stale holder gives nothing
+// back. Both statements wait for that statement's round trip.
+func (t *Tx) giveBackLeased(ctx context.Context, id, token string) error {
+	err := t.later(ctx, "give back badge", `UPDATE push_devices SET badge_count = CASE
+			WHEN push_devices.badge_count > b.badge_raised THEN push_devices.badge_count - b.badge_raised ELSE 0 END
+		FROM push_delivery_batches b
+		WHERE b.batch_id = $1 AND b.state = 'pending' AND b.lease_token = $2 AND b.badge_raised > 0
+			AND push_devices.registration_id = b.registration_id AND push_devices.badge_epoch = b.badge_epoch
+			AND push_devices.badge_count IS NOT NULL`, id, token)
+	if err != nil {
+		return err
+	}
+	return t.later(ctx, "give back badge", `UPDATE push_delivery_batches SET badge_raised = -badge_raised
+		WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2 AND badge_raised > 0`, id, token)
+}
+
+// RetryLeasedBatch returns batch id of registration registrationID, leased
+// to token, to pending for its next attempt at dueAt (Tx.RetryBatch), and
+// in the same transaction takes the registration's batches the lease held
+// back that are due, marking them scheduled at now, oldest due first: the
+// caller hands on to the first. It runs under the batch's host lock (see above). A stale
+// holder changes nothing and gets nothing (false).
+func (s *Store) RetryLeasedBatch(ctx context.Context, id, registrationID, token, reason string, dueAt, now int64) (bool, []string, error) {
+	var (
+		retried bool
+		next    []string
+	)
+	err := s.transact(ctx, lockOn{batch: id}, func(t *Tx) error {
+		var err error
+		next = nil
+		if retried, err = t.RetryBatch(ctx, id, token, reason, dueAt, now); err != nil || !retried {
+			return err
+		}
+		rows, err := t.r.query(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
+			WHERE registration_id = $1 AND state = 'pending' AND due_at <= $2 AND lease_until <= $2
+				AND expires_at > $2 AND held_at > 0
+			RETURNING batch_id, due_at, created_at`, registrationID, now)
+		if err != nil {
+			return err
+		}
+		next, err = scanDue(rows)
+		return err
+	})
+	if err != nil {
+		return false, nil, fmt.Errorf("retry leased batch: %w", err)
+	}
+	return retried, next, nil
+}
+
+// scanDue reads rows of batch id, due time and creation time and returns
+// the ids, oldest due first (then oldest created, then by id): the order a
+// registration's batches go out in.
+func scanDue(rows rowSet) ([]string, error) {
+	defer rows.Close()
+	type due struct {
+		id           string
+		dueAt, since int64
+	}
+	var ds []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.id, &d.dueAt, &d.since); err != nil {
+			return nil, err
+		}
+		ds = append(ds, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ds, func(a, b due) int {
+		return cmp.Or(cmp.Compare(a.dueAt, b.dueAt), cmp.Compare(a.since, b.since), cmp.Compare(a.id, b.id))
+	})
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.id
+	}
+	return ids, nil
+}
