@@ -55,8 +55,8 @@ type local struct {
 	// tasksClient reaches the Cloud Tasks emulator, for another Scheduler
 	// (tests: an instance of an older release, with another queue list).
 	tasksClient []option.ClientOption
-	apns      *apns.Client
-	fcm       *fcm.Client
+	apns        *apns.Client
+	fcm         *fcm.Client
 }
 
 // APNs credentials of the stand-in: a key made at start, and ids of the
