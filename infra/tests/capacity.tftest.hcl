@@ -147,7 +147,7 @@ run "function_instances_must_name_the_seven" {
 
 # The advertised queue list is its own variable: lowering the count is two applies (infra/README.md, "Queues").
 run "tasks_queues_advertised_fewer" {
-  command = plan
+  command = apply
 
   variables {
     tasks_queues_advertised = 2
