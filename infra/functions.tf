@@ -102,7 +102,6 @@ resource "google_cloudfunctions2_function" "fn" {
   service_config {
     service_account_email            = local.runtime_sa_email
     ingress_settings                 = each.value.public ? "ALLOW_INTERNAL_AND_GCLB" : "ALLOW_INTERNAL_ONLY"
-    # Per function (infra/README.md, "Capacity and cost"): production keeps a warm instance for send only.
     min_instance_count               = var.function_instances[each.key].min
     max_instance_count               = var.function_instances[each.key].max
     max_instance_request_concurrency = var.request_concurrency
