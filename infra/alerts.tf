@@ -52,7 +52,7 @@ locals {
         due (delivery_late_over_30s): Cloud Tasks dispatches late, deliver is saturated, or the sweep is catching up.
 
         First steps: check the Cloud Tasks dispatch delay and the deliver function's instance count and latency;
-        raise deliver_max_instances or tasks_max_concurrent_dispatches if deliver is at its limit; check database
+        raise function_instances["deliver"].max or tasks_max_concurrent_dispatches if deliver is at its limit; check database
         503s.
       EOT
     }

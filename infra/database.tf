@@ -27,9 +27,31 @@ resource "google_vpc_access_connector" "main" {
   region        = var.region
   network       = google_compute_network.main.name
   ip_cidr_range = var.vpc_connector_cidr
-  machine_type  = "e2-micro"
-  min_instances = 2
-  max_instances = 3
+  machine_type  = var.vpc_connector_machine_type
+  min_instances = var.vpc_connector_min_instances
+  max_instances = var.vpc_connector_max_instances
+
+  lifecycle {
+    # Every database byte goes through the connector: ~3.7 KB a push (infra/README.md, "Capacity and cost"), kept
+    # under half its maximum throughput at the peak the settings are sized for.
+    precondition {
+      condition     = var.vpc_connector_min_instances < var.vpc_connector_max_instances
+      error_message = "vpc_connector_min_instances must be below vpc_connector_max_instances"
+    }
+    precondition {
+      condition     = local.vpc_connector_peak_mbps <= local.vpc_connector_max_mbps / 2
+      error_message = "the VPC connector (${var.vpc_connector_max_instances} x ${var.vpc_connector_machine_type}, ${local.vpc_connector_max_mbps} Mbps) carries under twice the ${local.vpc_connector_peak_mbps} Mbps of ${var.capacity_peak_pushes_per_second} pushes a second: raise vpc_connector_max_instances or take e2-standard-4."
+    }
+  }
+}
+
+locals {
+  # Bytes a push moves between a function and PostgreSQL, both ways (2,442 B sent, 1,262 B received; README
+  # "Capacity and cost"), and each connector instance's throughput by machine type
+  # (cloud.google.com/vpc/docs/serverless-vpc-access, "Throughput").
+  push_database_bytes     = 2442 + 1262
+  vpc_connector_peak_mbps = ceil(var.capacity_peak_pushes_per_second * local.push_database_bytes * 8 / 1000000)
+  vpc_connector_max_mbps  = var.vpc_connector_max_instances * lookup({ "f1-micro" = 100, "e2-micro" = 100, "e2-standard-4" = 1600 }, var.vpc_connector_machine_type, 0)
 }
 
 resource "google_sql_database_instance" "main" {
@@ -44,6 +66,9 @@ resource "google_sql_database_instance" "main" {
     availability_type           = "REGIONAL" # HA: a standby in a second zone, automatic failover
     deletion_protection_enabled = var.sql_deletion_protection
     disk_autoresize             = true
+    # The size sets PD_SSD's IOPS (the WAL and checkpoints of every push); autoresize only ever grows it.
+    disk_size = var.sql_disk_size_gb
+    disk_type = var.sql_disk_type
     # Only the Cloud SQL connectors (the Go connector in the functions, the Auth Proxy in the deploy workflow) may
     # connect: each presents an ephemeral client certificate and logs in with IAM.
     connector_enforcement = "REQUIRED"
@@ -99,9 +124,10 @@ locals {
   )
   sql_max_connections = max(0, [for t in [[614, 25], [1740, 50], [3840, 100], [6144, 200], [7680, 400], [15360, 500],
   [30720, 600], [61440, 800], [122880, 1000]] : t[1] if local.sql_tier_memory_mb >= t[0]]...)
-  # Connections the gateway may open at once: each public function's and deliver's maximum instances, sweep's one,
-  # times the pool; plus the migration's one connection and PostgreSQL's 3 superuser_reserved_connections.
-  sql_connections_needed = (length(local.public_functions) * var.public_max_instances + var.deliver_max_instances + 1) * var.database_pool_max + 1 + 3
+  # Connections the gateway may open at once: every function's maximum instances times the pool; plus the
+  # migration's one connection and PostgreSQL's 3 superuser_reserved_connections.
+  sql_max_instances      = sum([for k, v in var.function_instances : v.max])
+  sql_connections_needed = local.sql_max_instances * var.database_pool_max + 1 + 3
 }
 
 resource "google_sql_database" "orca_push" {

@@ -26,6 +26,10 @@ locals {
   sweep_url         = local.function_urls["sweep"]
   tasks_queue_names = [for q in google_cloud_tasks_queue.deliver : q.name]
   tasks_queue_ids   = [for n in local.tasks_queue_names : "projects/${var.project_id}/locations/${var.region}/queues/${n}"]
+  # The queues the functions are told of (ORCA_PUSH_TASKS_QUEUE): the first tasks_queues_advertised, or all. Every
+  # queue keeps dispatching whether advertised or not, so a queue no longer advertised drains (README "Queues").
+  tasks_queues_advertised = coalesce(var.tasks_queues_advertised, var.tasks_queue_count)
+  tasks_queue_ids_used    = slice(local.tasks_queue_ids, 0, min(local.tasks_queues_advertised, length(local.tasks_queue_ids)))
   # Cloud Monitoring's filter for the delivery queues' series (one series per queue).
   tasks_queue_filter = "resource.labels.queue_id=one_of(${join(",", [for n in local.tasks_queue_names : jsonencode(n)])})"
 
@@ -55,7 +59,7 @@ locals {
     ORCA_PUSH_FCM_MESSAGE           = var.fcm_message
     ORCA_PUSH_DELIVER_INLINE        = var.deliver_inline ? "1" : "0"
     ORCA_PUSH_TRUSTED_PROXY_HOPS    = tostring(local.trusted_proxy_hops)
-    ORCA_PUSH_TASKS_QUEUE           = join(",", local.tasks_queue_ids)
+    ORCA_PUSH_TASKS_QUEUE           = join(",", local.tasks_queue_ids_used)
     ORCA_PUSH_DELIVER_URL           = local.deliver_url
     ORCA_PUSH_TASKS_SERVICE_ACCOUNT = google_service_account.tasks.email
     ORCA_PUSH_TASKS_AUDIENCE        = local.deliver_url
@@ -98,8 +102,8 @@ resource "google_cloudfunctions2_function" "fn" {
   service_config {
     service_account_email            = local.runtime_sa_email
     ingress_settings                 = each.value.public ? "ALLOW_INTERNAL_AND_GCLB" : "ALLOW_INTERNAL_ONLY"
-    min_instance_count               = each.value.public ? var.public_min_instances : 0
-    max_instance_count               = each.value.public ? var.public_max_instances : (each.key == "deliver" ? var.deliver_max_instances : 1)
+    min_instance_count               = var.function_instances[each.key].min
+    max_instance_count               = var.function_instances[each.key].max
     max_instance_request_concurrency = var.request_concurrency
     available_cpu                    = "1"
     available_memory                 = "512Mi"
@@ -128,6 +132,11 @@ resource "google_cloudfunctions2_function" "fn" {
   }
 
   lifecycle {
+    # send's CPU at the peak: 2.3 ms a push (infra/README.md, "Capacity and cost") on 1-vCPU instances kept under 60 %.
+    precondition {
+      condition     = each.key != "send" || var.function_instances["send"].max * 0.6 >= var.capacity_peak_pushes_per_second * 0.0023
+      error_message = "send's ${var.function_instances["send"].max} instances cannot take ${var.capacity_peak_pushes_per_second} pushes a second at 2.3 ms of CPU each under 60 %: raise function_instances[\"send\"].max"
+    }
     # Terraform creates each function from the bootstrap archive; from then on .github/workflows/cloud-push-deploy.yml
     # rolls code out (new source object, no traffic, probe, shift). Ignoring the source keeps `apply` from rolling
     # the code back, and the traffic flag is the workflow's to set per rollout.

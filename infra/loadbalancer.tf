@@ -44,9 +44,11 @@ resource "google_compute_backend_service" "public" {
     group = google_compute_region_network_endpoint_group.public[each.key].id
   }
 
+  # Every push is a request: at sample_rate 1 the load balancer's logs cost about $0.5 per million pushes, and
+  # Cloud Run's request logs (logging.tf) already record each one (infra/README.md, "Capacity and cost").
   log_config {
-    enable      = true
-    sample_rate = 1
+    enable      = var.lb_log_sample_rate > 0
+    sample_rate = var.lb_log_sample_rate
   }
 }
 

@@ -1,15 +1,24 @@
 # Cloud Monitoring metrics for the gateway's counters (shared/obs), as log-based metrics.
 #
-# Each process sums its counters and writes them once a minute in which one changed, as one Cloud Logging line
+# Each process sums its counters and writes what changed as one Cloud Logging line
 #   {"severity":"INFO","message":"orca_push_counters","delivery_sent":3,...}
-# (shared/obs, Counters.Flush). Each counter below is a log-based DISTRIBUTION metric that extracts its value from
-# those lines; its _sum series is the counter's total, its _count the number of lines that carried it.
+# from the requests themselves (shared/obs Counters.WriteDue, called by shared/httpx before each answer's first byte):
+# a failure the alerts watch (delivery_error/dead/expired, apns_/fcm_credentials_rejected, database_busy/unavailable,
+# payload_unopenable, sweep_rescheduled) is on stdout before the answer of the request that counted it, in a line of
+# at most one per instance every 2 s (obs.UrgentEvery); the other counters go out at the first answer a minute
+# (obs.RoutineEvery) after the last line, and at the SIGTERM flush. How late a count can be: an urgent one 2 s at most
+# while requests come, a routine one 1 min plus the gap to the instance's next request, and for an instance that
+# gets no request again, until its shutdown (Cloud Run ends an idle instance within about 15 min). The minute
+# ticker (Counters.Run) is only a fallback: with request-based billing it gets no CPU between requests. Each counter
+# below is a log-based DISTRIBUTION metric that extracts its value from those lines; its _sum series is the counter's
+# total, its _count the number of lines that carried it.
 #
 # Why log-based metrics and not metrics pushed from the process (OpenTelemetry, the Monitoring API): the functions use
 # request-based billing, so an instance has CPU only while it serves a request. An exporter's periodic push between
 # requests is throttled or never runs, and an instance scaled in takes its unsent points with it. A log line written
-# during a request (or at the SIGTERM flush) reaches Cloud Logging through the platform's own agent, with no CPU of
-# ours, and log-based metrics are counted at ingestion, even for lines a logging exclusion keeps out of storage.
+# during a request, before its answer (or at the SIGTERM flush), reaches Cloud Logging through the platform's own
+# agent, with no CPU of ours, and log-based metrics are counted at ingestion, even for lines a logging exclusion keeps
+# out of storage.
 #
 # Labels stay low-cardinality: function (the Cloud Run service, from the log entry's resource). Provider and outcome
 # are in the counter names themselves (delivery_sent/dead/error/expired, apns_/fcm_credentials_rejected), never a

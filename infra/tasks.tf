@@ -43,6 +43,26 @@ resource "google_cloud_tasks_queue" "deliver" {
     }
   }
 
+  lifecycle {
+    precondition {
+      condition     = local.tasks_queues_advertised <= var.tasks_queue_count
+      error_message = "tasks_queues_advertised (${local.tasks_queues_advertised}) names queues that tasks_queue_count (${var.tasks_queue_count}) does not make"
+    }
+    # In a provider outage every push becomes a retry (inline delivery puts none on a queue otherwise): the queues
+    # together must dispatch at least one retry per push of the peak, or their backlog outgrows the events' 5 minute
+    # lifetime (infra/README.md, "Capacity and cost"). One queue dispatches at most 500 a second.
+    precondition {
+      condition     = var.tasks_max_dispatches_per_second <= 500 && var.tasks_queue_count * var.tasks_max_dispatches_per_second >= var.capacity_peak_pushes_per_second
+      error_message = "${var.tasks_queue_count} queues x ${var.tasks_max_dispatches_per_second}/s (at most 500 each) cannot take a retry of each of ${var.capacity_peak_pushes_per_second} pushes a second: add queues (tasks_queue_count)"
+    }
+    # Every dispatch in flight needs a deliver slot (concurrency 80 per instance), or Cloud Tasks' calls queue
+    # behind Cloud Run's 429s.
+    precondition {
+      condition     = var.tasks_queue_count * var.tasks_max_concurrent_dispatches <= var.request_concurrency * var.function_instances["deliver"].max
+      error_message = "${var.tasks_queue_count} queues x ${var.tasks_max_concurrent_dispatches} in flight exceed deliver's ${var.function_instances["deliver"].max} instances x ${var.request_concurrency}"
+    }
+  }
+
   depends_on = [google_project_service.api]
 }
 

@@ -36,19 +36,30 @@ variable "bootstrap_source_object" {
   type        = string
 }
 
-variable "public_min_instances" {
-  description = "Minimum instances of each public function (host-challenge, host-session, devices, send, receipts)."
-  type        = number
+variable "function_instances" {
+  description = "Minimum and maximum instances of each of the seven functions, by name (host-challenge, host-session, devices, send, receipts, deliver, sweep). A minimum instance is billed while idle (about $10 a month at Cloud Run's idle rate): keep one only where a cold start on the user's path is not acceptable (send). The maxima bound the connections (database.tf) and the deliver calls in flight (tasks.tf); infra/README.md, \"Capacity and cost\", gives them for 1 M, 10 M and 100 M pushes a day."
+  type = map(object({
+    min = number
+    max = number
+  }))
+
+  validation {
+    condition = (
+      sort(keys(var.function_instances)) == sort(["host-challenge", "host-session", "devices", "send", "receipts", "deliver", "sweep"]) &&
+      alltrue([for k, v in var.function_instances : v.min >= 0 && v.max >= 1 && v.min <= v.max && floor(v.min) == v.min && floor(v.max) == v.max])
+    )
+    error_message = "function_instances must name exactly the seven functions, each with whole numbers 0 <= min <= max, max >= 1"
+  }
 }
 
-variable "public_max_instances" {
-  description = "Maximum instances of each public function."
+variable "capacity_peak_pushes_per_second" {
+  description = "The peak push rate the settings are sized for (5x the day's average: 58 for 1 M pushes a day, 580 for 10 M, 5,800 for 100 M). Preconditions check the queues' dispatch rate (an outage turns every push into a retry), send's instances and the VPC connector's throughput against it (infra/README.md, \"Capacity and cost\")."
   type        = number
-}
-
-variable "deliver_max_instances" {
-  description = "Maximum instances of the deliver function. With concurrency 80 this must cover tasks_max_concurrent_dispatches."
-  type        = number
+  default     = 58
+  validation {
+    condition     = var.capacity_peak_pushes_per_second > 0
+    error_message = "pushes a second, more than 0"
+  }
 }
 
 variable "request_concurrency" {
@@ -133,6 +144,56 @@ variable "vpc_connector_cidr" {
   default     = "10.8.0.0/28"
 }
 
+variable "vpc_connector_machine_type" {
+  description = "Machine type of the Serverless VPC Access connector's instances (f1-micro, e2-micro or e2-standard-4): about 100, 100 and 1,600 Mbps each (cloud.google.com/vpc/docs/serverless-vpc-access, \"Throughput\"). Every database byte of every function goes through it."
+  type        = string
+  default     = "e2-micro"
+  validation {
+    condition     = contains(["f1-micro", "e2-micro", "e2-standard-4"], var.vpc_connector_machine_type)
+    error_message = "f1-micro, e2-micro or e2-standard-4 (the types the connector takes)"
+  }
+}
+
+variable "vpc_connector_min_instances" {
+  description = "Minimum instances of the VPC connector (2..9); they run, and are billed, all the time."
+  type        = number
+  default     = 2
+  validation {
+    condition     = var.vpc_connector_min_instances >= 2 && var.vpc_connector_min_instances <= 9
+    error_message = "2..9 instances (and below vpc_connector_max_instances)"
+  }
+}
+
+variable "vpc_connector_max_instances" {
+  description = "Maximum instances of the VPC connector (3..10, above the minimum). The connector scales out under load and never back in."
+  type        = number
+  default     = 3
+  validation {
+    condition     = var.vpc_connector_max_instances >= 3 && var.vpc_connector_max_instances <= 10
+    error_message = "3..10 instances"
+  }
+}
+
+variable "sql_disk_type" {
+  description = "Cloud SQL disk type: PD_SSD (IOPS scale with size) or PD_HDD."
+  type        = string
+  default     = "PD_SSD"
+  validation {
+    condition     = contains(["PD_SSD", "PD_HDD"], var.sql_disk_type)
+    error_message = "PD_SSD or PD_HDD"
+  }
+}
+
+variable "sql_disk_size_gb" {
+  description = "Cloud SQL disk size in GB (at least 10). On PD_SSD it sets the IOPS and throughput the WAL and checkpoints get (about 30 IOPS and 0.48 MB/s per GB). Autoresize still grows it; set it at or above the current size, never below (a disk cannot shrink)."
+  type        = number
+  default     = 10
+  validation {
+    condition     = var.sql_disk_size_gb >= 10 && floor(var.sql_disk_size_gb) == var.sql_disk_size_gb
+    error_message = "whole GB, at least 10"
+  }
+}
+
 variable "tasks_queue_count" {
   description = "Delivery queues (1..32). One queue dispatches at most 500 tasks a second; the gateway spreads tasks over the queues by a hash of their registration, so one phone's tasks stay in one. Raising it recreates nothing (the first queue keeps its name); lowering it strands the tasks on the queues dropped, which the sweep re-enqueues within a minute or two (infra/README.md, \"Queues\")."
   type        = number
@@ -144,13 +205,23 @@ variable "tasks_queue_count" {
   }
 }
 
+variable "tasks_queues_advertised" {
+  description = "How many of the tasks_queue_count queues the functions are told of (ORCA_PUSH_TASKS_QUEUE lists the first this many); null: all of them. A queue count change is then one apply per runbook step (infra/README.md, \"Queues\"): to lower the count, first advertise the lower number (the old queues drain), then lower tasks_queue_count."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.tasks_queues_advertised == null ? true : (var.tasks_queues_advertised >= 1 && floor(var.tasks_queues_advertised) == var.tasks_queues_advertised)
+    error_message = "null, or a whole number of queues, at least 1 (and at most tasks_queue_count: see the queue's precondition)"
+  }
+}
+
 variable "tasks_max_dispatches_per_second" {
   description = "Cloud Tasks rate limit per queue: task dispatches per second to deliver (at most 500)."
   type        = number
 }
 
 variable "tasks_max_concurrent_dispatches" {
-  description = "Cloud Tasks rate limit per queue: deliver calls in flight at once. Times tasks_queue_count it must stay within deliver_max_instances x request_concurrency."
+  description = "Cloud Tasks rate limit per queue: deliver calls in flight at once. Times tasks_queue_count it must stay within function_instances[\"deliver\"].max x request_concurrency (a precondition in tasks.tf)."
   type        = number
 }
 
@@ -262,6 +333,16 @@ variable "request_logs_kept_ratio" {
   default     = 0.1
   validation {
     condition     = var.request_logs_kept_ratio >= 0 && var.request_logs_kept_ratio <= 1
+    error_message = "a share between 0 and 1"
+  }
+}
+
+variable "lb_log_sample_rate" {
+  description = "Share of the load balancer's requests it logs (backend services' log_config.sample_rate). Every push is a request: at 1 they cost about $0.5 per million pushes in Cloud Logging ingestion, and Cloud Run's own request logs already record them. 0 turns the load balancer's logging off."
+  type        = number
+  default     = 0.01
+  validation {
+    condition     = var.lb_log_sample_rate >= 0 && var.lb_log_sample_rate <= 1
     error_message = "a share between 0 and 1"
   }
 }

@@ -1,9 +1,15 @@
 package routes_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+
+	"onorca.dev/push/functions/routes"
 
 	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/store"
@@ -112,3 +118,75 @@ const (
 	contractNotification = `{"notificationSeq":1,"notificationEpoch":"e1","source":"plugin","agentState":null,"title":"t","body":""}`
 	contractSend         = `{"v":1,"registrationIds":["r1"],"notification":` + contractNotification + `}`
 )
+
+// TestDatabase503IsOnStdoutBeforeTheAnswer: a request answered 503 because
+// the database is down has its database_unavailable on stdout, in a counters
+// line it wrote itself, before its answer's first byte (issue 31 §1), with
+// the counters' ticker never running, as on a Cloud Run instance that has no
+// CPU between requests.
+func TestDatabase503IsOnStdoutBeforeTheAnswer(t *testing.T) {
+	opts, db := storetest.CountingPostgres(t)
+	stdout := &logBuffer{}
+	g := mustGatewayLogging(t, opts, stdout)
+	token := mustSignIn(t, g.mustHost(t))
+	db.SetDown(true)
+	h := routes.Public(g.svc)
+	req := httptest.NewRequest("GET", "/v1/devices", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	w := &stdoutAtFirstByte{ResponseRecorder: httptest.NewRecorder(), stdout: stdout}
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("GET /v1/devices with the database down = %d, want 503", w.Code)
+	}
+	if !strings.Contains(w.atFirstByte, `"`+obs.DatabaseUnavailable+`":1`) {
+		t.Fatalf("stdout at the answer's first byte:\n%s\nwant a counters line with %s 1", w.atFirstByte, obs.DatabaseUnavailable)
+	}
+	if strings.Contains(stdout.String(), token) {
+		t.Fatalf("stdout holds the session token: %s", stdout.String())
+	}
+}
+
+// logBuffer is a structured log's stdout, safe for concurrent writes.
+type logBuffer struct {
+	// mu guards buf.
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// stdoutAtFirstByte records what stdout held when the answer's first byte
+// (its header) was written.
+type stdoutAtFirstByte struct {
+	*httptest.ResponseRecorder
+	stdout      *logBuffer
+	atFirstByte string
+	sent        bool
+}
+
+func (w *stdoutAtFirstByte) WriteHeader(status int) {
+	w.first()
+	w.ResponseRecorder.WriteHeader(status)
+}
+
+func (w *stdoutAtFirstByte) Write(b []byte) (int, error) {
+	w.first()
+	return w.ResponseRecorder.Write(b)
+}
+
+func (w *stdoutAtFirstByte) first() {
+	if !w.sent {
+		w.sent = true
+		w.atFirstByte = w.stdout.String()
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/hostclient"
+	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/seal/sealtest"
 	"onorca.dev/push/shared/service"
 	"onorca.dev/push/shared/store"
@@ -46,6 +46,13 @@ func mustGateway(t testing.TB, d storetest.Dialect) *gateway {
 // mustGatewayOn serves every public route on the database opts names.
 func mustGatewayOn(t testing.TB, opts store.Options) *gateway {
 	t.Helper()
+	return mustGatewayLogging(t, opts, io.Discard)
+}
+
+// mustGatewayLogging is mustGatewayOn with the structured log (the counters
+// lines) written to stdout, as a deployed function writes it.
+func mustGatewayLogging(t testing.TB, opts store.Options, stdout io.Writer) *gateway {
+	t.Helper()
 	clk := clock.NewManual(start)
 	srv := httptest.NewUnstartedServer(nil)
 	cfg, err := config.Load(func(k string) string {
@@ -64,7 +71,7 @@ func mustGatewayOn(t testing.TB, opts store.Options) *gateway {
 		t.Fatal(err)
 	}
 	svc, err := service.New(service.Options{
-		Config: cfg, Clock: clk, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Store: st, Rand: rand.Reader,
+		Config: cfg, Clock: clk, Log: obs.NewLogger(stdout), Store: st, Rand: rand.Reader,
 		Scheduler: delivery.NopScheduler{}, APNS: delivery.Unconfigured("apns_not_configured"),
 		FCM: delivery.Unconfigured("fcm_not_configured"),
 	})

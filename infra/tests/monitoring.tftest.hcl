@@ -75,8 +75,8 @@ run "defaults" {
   }
 
   assert {
-    condition     = length(google_logging_project_exclusion.request_logs) == 1 && strcontains(google_logging_project_exclusion.request_logs[0].filter, "sample(insertId, 0.9)") && strcontains(google_logging_project_exclusion.request_logs[0].filter, "log_id(\"run.googleapis.com/requests\")")
-    error_message = "by default 90% of the request logs are excluded, and only those"
+    condition     = length(google_logging_project_exclusion.request_logs) == 1 && strcontains(google_logging_project_exclusion.request_logs[0].filter, "sample(insertId, 0.99)") && strcontains(google_logging_project_exclusion.request_logs[0].filter, "log_id(\"run.googleapis.com/requests\")")
+    error_message = "production (request_logs_kept_ratio 0.01, issue 31 §2) excludes 99% of the request logs, and only those"
   }
 
   assert {

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -18,6 +18,7 @@ import (
 	"onorca.dev/push/shared/config"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/hostclient"
+	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/providers/standin"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -42,6 +43,14 @@ func startEmu(t *testing.T, d storetest.Dialect, extra ...string) *emu {
 // startEmuWith is startEmu with the Cloud Tasks queues shaped by q.
 func startEmuWith(t *testing.T, d storetest.Dialect, q queueOptions, extra ...string) *emu {
 	t.Helper()
+	return startEmuServing(t, d, q, io.Discard, func(h http.Handler) http.Handler { return h }, extra...)
+}
+
+// startEmuServing is startEmuWith with the structured log on stdout and the
+// emulator's handler served through wrap.
+func startEmuServing(t *testing.T, d storetest.Dialect, q queueOptions, stdout io.Writer,
+	wrap func(http.Handler) http.Handler, extra ...string) *emu {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	origin := "http://" + srv.Listener.Addr().String()
 	opts := d.Options(t)
@@ -63,11 +72,11 @@ func startEmuWith(t *testing.T, d storetest.Dialect, q queueOptions, extra ...st
 	}
 	clk := clock.NewManual(time.UnixMilli(1_800_000_000_000))
 	ctx, cancel := context.WithCancel(context.Background())
-	em, err := newEmulator(ctx, cfg, clk, clk, origin, slog.New(slog.NewJSONHandler(io.Discard, nil)), nil, q)
+	em, err := newEmulator(ctx, cfg, clk, clk, origin, obs.NewLogger(stdout), nil, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Config.Handler = em.mux()
+	srv.Config.Handler = wrap(em.mux())
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); em.close(); cancel() })
 	kp, _ := hostclient.GenerateKeypair(rand.Reader)

@@ -52,8 +52,11 @@ type local struct {
 	standins  *standin.Server
 	scheduler *tasks.Scheduler
 	queues    []string // the delivery queues, in the scheduler's order
-	apns      *apns.Client
-	fcm       *fcm.Client
+	// tasksClient reaches the Cloud Tasks emulator, for another Scheduler
+	// (tests: an instance of an older release, with another queue list).
+	tasksClient []option.ClientOption
+	apns        *apns.Client
+	fcm         *fcm.Client
 }
 
 // APNs credentials of the stand-in: a key made at start, and ids of the
@@ -89,14 +92,13 @@ func startLocal(ctx context.Context, clk clock.Clock, manual bool, cfg config.Co
 	l.tasks.Register(l.grpc)
 	go l.grpc.Serve(lis)
 
-	l.scheduler, err = tasks.New(ctx, tasks.Options{
-		Queues: l.queues, DeliverURL: origin + deliverPath,
-		ClientOptions: []option.ClientOption{
-			option.WithEndpoint(lis.Addr().String()),
-			option.WithoutAuthentication(),
-			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		},
-	})
+	l.tasksClient = []option.ClientOption{
+		option.WithEndpoint(lis.Addr().String()),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}
+	l.scheduler, err = tasks.New(ctx, tasks.Options{Queues: l.queues, DeliverURL: origin + deliverPath,
+		ClientOptions: l.tasksClient})
 	if err != nil {
 		return nil, err
 	}

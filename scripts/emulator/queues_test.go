@@ -3,13 +3,18 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"onorca.dev/push/scripts/emulator/emulatortest"
+	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store/storetest"
 	"onorca.dev/push/shared/tasks"
+	"onorca.dev/push/shared/tasks/taskemu"
 )
 
 // TestQueuesShareTheLoad drives the emulator's queues as the real ones
@@ -141,5 +146,136 @@ func TestQueueCountChangeLosesNothing(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%s got %d pushes, want 1", path, n)
 		}
+	}
+}
+
+// pendingTasks returns the emulator's pending tasks by batch id: the queue
+// of each of the batch's tasks.
+func (e *emu) pendingTasks() map[string][]string {
+	e.t.Helper()
+	var pending struct{ Tasks []taskemu.TaskInfo }
+	e.call("GET", "/_emulator/tasks", "", &pending)
+	out := map[string][]string{}
+	for _, task := range pending.Tasks {
+		req, err := tasks.ParseDeliverRequest([]byte(task.Body))
+		if err != nil {
+			e.t.Fatalf("task %s: %v", task.Name, err)
+		}
+		q, _, _ := strings.Cut(task.Name, "/tasks/")
+		out[req.BatchID] = append(out[req.BatchID], q)
+	}
+	return out
+}
+
+// TestRetryGoesToItsBatchsQueue: a batch's retry goes to the queue its
+// first task was on, its registration's (issue 31 §4): over four queues,
+// eight phones whose first attempt APNs answers 500.
+func TestRetryGoesToItsBatchsQueue(t *testing.T) {
+	const phones, queues = 8, 4
+	e := startEmuWith(t, storetest.Dialects(t)[0], queueOptions{count: queues})
+	batchOf := map[string]string{} // registration => batch
+	for i := range phones {
+		reg, _ := e.registerPhone(fmt.Sprint("phone-", i))
+		before := e.pendingTasks()
+		e.sendTo(alert(fmt.Sprint("n", i), int64(i+1)), reg)
+		for b := range e.pendingTasks() {
+			if _, ok := before[b]; !ok {
+				batchOf[reg] = b
+			}
+		}
+	}
+	first := e.pendingTasks()
+	for reg, b := range batchOf {
+		if want := localQueues(queues)[tasks.Shard(reg, queues)]; !cmp.Equal(first[b], []string{want}) {
+			t.Fatalf("the first task of %s is on %v, want %s", reg, first[b], want)
+		}
+	}
+	e.fault(fmt.Sprintf(`{"provider":"apns","token":"*","status":500,"reason":"InternalServerError","times":%d}`, phones))
+	e.advance(3000) // the window: every first attempt is refused
+	retries := e.pendingTasks()
+	if len(retries) != phones {
+		t.Fatalf("%d batches have a task after the refusals, want %d retries (%v)", len(retries), phones, retries)
+	}
+	for reg, b := range batchOf {
+		if !cmp.Equal(retries[b], first[b]) {
+			t.Errorf("the retry of %s's batch is on %v, want its first task's queue %v", reg, retries[b], first[b])
+		}
+	}
+}
+
+// TestQueueListChangeDeliversOnce: while a queue list change rolls out,
+// instances of the old list (two queues) and of the new one (four) both put
+// tasks of the same batches on the queues they hash to; the tasks live on
+// the old and the new queues at once, and each phone gets its alert once
+// (the batch's claim), with no task left (issue 31 §4).
+func TestQueueListChangeDeliversOnce(t *testing.T) {
+	const phones = 8
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := startEmuWith(t, d, queueOptions{count: 4})
+			old, err := tasks.New(t.Context(), tasks.Options{Queues: localQueues(2), DeliverURL: e.srv.URL + deliverPath,
+				ClientOptions: e.em.local.tasksClient})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { old.Close() })
+			regs := map[string]string{} // batch => registration
+			for i := range phones {
+				reg, _ := e.registerPhone(fmt.Sprint("phone-", i))
+				before := e.pendingTasks()
+				e.sendTo(alert(fmt.Sprint("n", i), int64(i+1)), reg)
+				for b := range e.pendingTasks() {
+					if _, ok := before[b]; !ok {
+						regs[b] = reg
+					}
+				}
+			}
+			// An instance of the old list schedules each batch again at
+			// its due time, as its retry or the sweep's re-enqueue would.
+			due := e.clk.Now().Add(3 * time.Second)
+			for b, reg := range regs {
+				if err := old.Schedule(t.Context(), b, reg, due, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A batch whose queue the change kept has one task (the same
+			// name on the same queue); the others have one on each.
+			split := 0
+			for b, qs := range e.pendingTasks() {
+				want := []string{localQueues(4)[tasks.Shard(regs[b], 4)]}
+				if q := localQueues(2)[tasks.Shard(regs[b], 2)]; q != want[0] {
+					want = append(want, q)
+					split++
+				}
+				if diff := cmp.Diff(want, qs, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+					t.Fatalf("tasks of batch %s by queue (-want +got):\n%s", b, diff)
+				}
+			}
+			if split == 0 {
+				t.Fatalf("no batch has tasks on two queues: the test tests nothing")
+			}
+			e.advance(3000)
+			// A task that met its batch claimed by the other's delivery
+			// came back for after the claim's lease: let it run.
+			e.advance(contract.LeaseDuration.Milliseconds())
+			got := map[string]int{}
+			for _, d := range e.inbox() {
+				if d.Status == http.StatusOK {
+					got[d.Path]++
+				}
+			}
+			if len(got) != phones {
+				t.Fatalf("%d phones got their alert, want %d (%v)", len(got), phones, got)
+			}
+			for path, n := range got {
+				if n != 1 {
+					t.Errorf("%s got %d pushes, want 1", path, n)
+				}
+			}
+			if left := e.pendingTasks(); len(left) != 0 {
+				t.Errorf("tasks left: %v, want none", left)
+			}
+			t.Logf("%d of %d batches had tasks on two queues", split, phones)
+		})
 	}
 }

@@ -127,7 +127,7 @@ func TestOpenLoop(t *testing.T) {
 		// Counted costs: every push is a task created and dispatched at
 		// least (more for the failed attempts), and every k of them at
 		// least one send and k delivers.
-		if c := r.costs; c.DeliveredPerSecond <= 0 || c.TaskOpsPerPush < 2 || c.RequestsPerPush < 1+1/float64(k) {
+		if c := r.costs; c.DeliveredPerSecond <= 0 || c.TaskOpsPerPush == nil || *c.TaskOpsPerPush < 2 || c.RequestsPerPush < 1+1/float64(k) {
 			t.Errorf("costs %+v, want deliveries per second > 0, ≥ 2 task operations and ≥ %.2f requests per push", c, 1+1/float64(k))
 		}
 		if r.AchievedRate <= 0 || r.Throughput <= 0 {
@@ -431,7 +431,7 @@ func TestOpenLoopCostsInline(t *testing.T) {
 		t.Fatalf("open reports = %d, want 1", len(out.open))
 	}
 	c := out.open[0].costs
-	if c.DeliveredPerSecond <= 0 || c.TaskOpsPerPush > 0.5 || c.RequestsPerPush > 1.3 || c.RequestsPerPush < 1 {
+	if c.DeliveredPerSecond <= 0 || c.TaskOpsPerPush == nil || *c.TaskOpsPerPush > 0.5 || c.RequestsPerPush > 1.3 || c.RequestsPerPush < 1 {
 		t.Fatalf("costs %+v, want deliveries, at most 0.5 task operations and 1..1.3 requests per push", c)
 	}
 	checkDeliveries(t, out, 30, 0)

@@ -33,10 +33,11 @@ type openReport struct {
 	// StaggerS is how long the hosts took to join, before the warm-up
 	// (openLoop).
 	StaggerS float64 `json:"staggerS"`
-	// Costs, against the emulator (omitted elsewhere), count what the run
-	// cost per push: deliveredPerSecond, the provider requests the
-	// stand-ins accepted per second of the measurement, by their
-	// receivedAt; taskOpsPerPush and requestsPerPush, the Cloud Tasks
+	// Costs, against the emulator (elsewhere taskOpsPerPush is null and the
+	// others omitted), count what the run cost per push:
+	// deliveredPerSecond, the provider requests the stand-ins accepted per
+	// second of the measurement, by their receivedAt; taskOpsPerPush (0
+	// when no task was made, as inline) and requestsPerPush, the Cloud Tasks
 	// operations and function requests from the first request of the run
 	// (stagger and warm-up included, the fleet's sign-in and registrations
 	// not) until its tasks drained, per provider request accepted in that
@@ -63,8 +64,8 @@ func (r openReport) human() string {
 			s.Requests, s.errorCount(), s.ProviderRequests, s.Latency)
 	}
 	cost := ""
-	if c := r.costs; c != (costs{}) {
-		cost = fmt.Sprintf(" delivered=%.1f/s task-ops/push=%.2f requests/push=%.2f", c.DeliveredPerSecond, c.TaskOpsPerPush,
+	if c := r.costs; c.TaskOpsPerPush != nil {
+		cost = fmt.Sprintf(" delivered=%.1f/s task-ops/push=%.2f requests/push=%.2f", c.DeliveredPerSecond, *c.TaskOpsPerPush,
 			c.RequestsPerPush)
 	}
 	return fmt.Sprintf("open regs=%d hosts=%d offered=%.1f/s achieved=%.1f/s throughput=%.1f/s requests=%d errors=%d (%s) late=%d busy=%d latency ms %s%s",

@@ -85,11 +85,14 @@ func (t *target) drain(ctx context.Context, limit time.Duration) error {
 
 // costs are a run's counted costs per push: per provider request the
 // stand-ins accepted since m, and the accepted requests per second of the
-// measurement that began at from and lasted d.
+// measurement that began at from and lasted d. TaskOpsPerPush is always in
+// the report (issue 31 §5): null when it was not measured (not against the
+// emulator, or no push was accepted), a number, 0 included (inline
+// delivery), when it was.
 type costs struct {
-	DeliveredPerSecond float64 `json:"deliveredPerSecond,omitempty"`
-	TaskOpsPerPush     float64 `json:"taskOpsPerPush,omitempty"`
-	RequestsPerPush    float64 `json:"requestsPerPush,omitempty"`
+	DeliveredPerSecond float64  `json:"deliveredPerSecond,omitempty"`
+	TaskOpsPerPush     *float64 `json:"taskOpsPerPush"`
+	RequestsPerPush    float64  `json:"requestsPerPush,omitempty"`
 }
 
 // costsSince drains the emulator's tasks and counts the run since m; none
@@ -121,7 +124,8 @@ func (t *target) costsSince(ctx context.Context, m *usageMark, from time.Time, d
 	}
 	c := costs{DeliveredPerSecond: perSecond(inWindow, d)}
 	if accepted > 0 {
-		c.TaskOpsPerPush = float64(u.TaskOperations-m.usage.TaskOperations) / float64(accepted)
+		ops := float64(u.TaskOperations-m.usage.TaskOperations) / float64(accepted)
+		c.TaskOpsPerPush = &ops
 		c.RequestsPerPush = float64(u.FunctionRequests-m.usage.FunctionRequests) / float64(accepted)
 	}
 	return c, nil

@@ -94,6 +94,10 @@ func (e *Edge) Wrap(h http.Handler) http.Handler {
 			return
 		}
 		defer e.drain.leave()
+		w = &countersFirst{ResponseWriter: w, due: e.writeDueCounters}
+		// A route that writes no answer at all still gets the line out
+		// before the server sends its implicit 200.
+		defer e.writeDueCounters()
 		r = r.WithContext(obs.WithTrace(r.Context(), e.traceProject, r.Header.Get("X-Cloud-Trace-Context")))
 		defer func() {
 			if p := recover(); p != nil {
@@ -105,6 +109,42 @@ func (e *Edge) Wrap(h http.Handler) http.Handler {
 		}()
 		misses.ServeHTTP(w, r)
 	})
+}
+
+// writeDueCounters writes the counters line if one is due (issue 31 §1).
+func (e *Edge) writeDueCounters() { e.counters.WriteDue(e.clock.Now()) }
+
+// countersFirst is the ResponseWriter of a wrapped request: before the
+// answer's first byte (its header) it writes the counters line that is due,
+// so a failure the request counted is on stdout, and in Cloud Logging,
+// while the instance still has CPU: with request-based billing Cloud Run
+// gives it none once the answer is sent, and the fallback ticker may not
+// run for minutes.
+type countersFirst struct {
+	http.ResponseWriter
+	due  func()
+	sent bool
+}
+
+func (w *countersFirst) WriteHeader(status int) {
+	w.first()
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *countersFirst) Write(b []byte) (int, error) {
+	w.first()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer (Flush,
+// deadlines), as http.MaxBytesReader and the functions framework expect.
+func (w *countersFirst) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *countersFirst) first() {
+	if !w.sent {
+		w.sent = true
+		w.due()
+	}
 }
 
 // panicError stands for a recovered panic; its value is never logged.

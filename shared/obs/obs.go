@@ -1,5 +1,7 @@
-// Package obs keeps the gateway's aggregate counters and writes them as one
-// structured INFO line in each minute that changed one. It is the only way anything about traffic is
+// Package obs keeps the gateway's aggregate counters and writes them as
+// structured INFO lines, from the requests that count them (at most one line
+// every UrgentEvery after a failure the alerts watch, one every RoutineEvery
+// otherwise). It is the only way anything about traffic is
 // logged: never a token, title, body, or more than LoggedFingerprintChars
 // characters of a fingerprint.
 package obs
@@ -120,20 +122,57 @@ func bucket(d time.Duration, le1s, le5s, le30s, over string) string {
 	return over
 }
 
+// How often an instance writes its counters line (issue 31 §1). Cloud Run
+// gives an instance with request-based billing no CPU between requests, so
+// the line is written by the requests themselves ([Counters.WriteDue]), before
+// their answer: at most one line every UrgentEvery while an urgent counter
+// rose, which keeps the alerts' 5- and 10-minute windows (infra/alerts.tf)
+// fed within seconds of the failure, and otherwise at most one every
+// RoutineEvery, which bounds log volume (infra/README.md, "Capacity and
+// cost"). The ticker of [Counters.Run] is only a fallback for an instance
+// that gets CPU between requests, and the shutdown flush the last line.
+const (
+	UrgentEvery  = 2 * time.Second
+	RoutineEvery = time.Minute
+)
+
+// urgent are the counters of the failures the alert policies watch
+// (infra/alerts.tf): a line carrying one of them goes out at the next answer
+// once UrgentEvery has passed since the last line.
+var urgent = map[string]bool{
+	DeliveryError: true, DeliveryDead: true, DeliveryExpired: true,
+	APNSCredentialsRejected: true, FCMCredentialsRejected: true,
+	DatabaseBusy: true, DatabaseUnavailable: true,
+	PayloadUnopenable: true, SweepRescheduled: true,
+}
+
+// Urgent reports whether the counter name goes out within UrgentEvery of
+// the answer that counted it rather than within RoutineEvery.
+func Urgent(name string) bool { return urgent[name] }
+
 // Counters is a set of named aggregate counters, safe for concurrent use.
 type Counters struct {
 	log *slog.Logger
-	// mu guards n and total.
+	// mu guards the fields below.
 	mu sync.Mutex
-	n  map[string]int64
-	// total is every counter since the counters were made; Consume
-	// leaves it.
+	// n is every counter since the last Consume, whatever was written.
+	n map[string]int64
+	// total is every counter since the counters were made.
 	total map[string]int64
+	// unwritten is every counter since the last line, and changed and
+	// urgentChanged whether one of them, or an urgent one, is not zero.
+	unwritten     map[string]int64
+	changed       bool
+	urgentChanged bool
+	// lastLine and lastUrgent are when WriteDue last wrote a line, and one
+	// that carried an urgent counter (zero: never).
+	lastLine, lastUrgent time.Time
 }
 
-// NewCounters returns empty counters that Flush writes to log.
+// NewCounters returns empty counters that Flush and WriteDue write to log.
 func NewCounters(log *slog.Logger) *Counters {
-	return &Counters{log: log, n: make(map[string]int64), total: make(map[string]int64)}
+	return &Counters{log: log, n: make(map[string]int64), total: make(map[string]int64),
+		unwritten: make(map[string]int64)}
 }
 
 // Add adds delta to the counter name.
@@ -141,6 +180,11 @@ func (c *Counters) Add(name string, delta int64) {
 	c.mu.Lock()
 	c.n[name] += delta
 	c.total[name] += delta
+	c.unwritten[name] += delta
+	if delta != 0 {
+		c.changed = true
+		c.urgentChanged = c.urgentChanged || urgent[name]
+	}
 	c.mu.Unlock()
 }
 
@@ -155,7 +199,9 @@ func (c *Counters) Totals() map[string]int64 {
 // Inc adds one to the counter name.
 func (c *Counters) Inc(name string) { c.Add(name, 1) }
 
-// Consume returns every counter and resets them.
+// Consume returns every counter added since the last Consume and resets
+// them; the lines written are their own business (tests and tools read
+// counts this way).
 func (c *Counters) Consume() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -164,12 +210,59 @@ func (c *Counters) Consume() map[string]int64 {
 	return out
 }
 
-// Flush writes the non-zero counters as one INFO line
-// {"msg":"orca_push_counters", ...} and resets them; it writes nothing when
-// nothing changed since the last flush, so an idle process is silent even
-// though the idle sweep adds zeros.
+// takeUnwrittenLocked returns what no line carried yet and resets it; c.mu
+// must be held.
+func (c *Counters) takeUnwrittenLocked() map[string]int64 {
+	out := c.unwritten
+	c.unwritten = make(map[string]int64)
+	c.changed, c.urgentChanged = false, false
+	return out
+}
+
+// Flush writes the non-zero counters no line carried yet as one INFO line
+// {"msg":"orca_push_counters", ...}; it writes nothing when nothing changed
+// since the last line, so an idle process is silent even though the idle
+// sweep adds zeros. It is the ticker's and the shutdown's write.
 func (c *Counters) Flush() {
-	n := c.Consume()
+	c.mu.Lock()
+	n := c.takeUnwrittenLocked()
+	c.mu.Unlock()
+	c.write(n)
+}
+
+// WriteDue writes the counters line, as Flush does, when one is due at now:
+// an urgent counter changed and UrgentEvery has passed since the last line
+// that carried one, or another changed and RoutineEvery has passed since the
+// last line. The HTTP edge calls it before each answer's first byte, so a
+// failure a request counted is on stdout before its answer. It reports
+// whether it wrote. now paces lines, it decides nothing else; a clock set
+// back makes a line due.
+func (c *Counters) WriteDue(now time.Time) bool {
+	c.mu.Lock()
+	due := c.changed && (elapsed(c.lastLine, now, RoutineEvery) || c.urgentChanged && elapsed(c.lastUrgent, now, UrgentEvery))
+	if !due {
+		c.mu.Unlock()
+		return false
+	}
+	if c.urgentChanged {
+		c.lastUrgent = now
+	}
+	c.lastLine = now
+	n := c.takeUnwrittenLocked()
+	c.mu.Unlock()
+	c.write(n)
+	return true
+}
+
+// elapsed reports whether every has passed from last to now, or now is
+// before last (a clock set back).
+func elapsed(last, now time.Time, every time.Duration) bool {
+	since := now.Sub(last)
+	return since < 0 || since >= every
+}
+
+// write logs the non-zero counters of n as one line, or nothing.
+func (c *Counters) write(n map[string]int64) {
 	attrs := make([]any, 0, 2*len(n))
 	for _, k := range slices.Sorted(maps.Keys(n)) {
 		if n[k] != 0 {
@@ -182,8 +275,10 @@ func (c *Counters) Flush() {
 	c.log.Info("orca_push_counters", attrs...)
 }
 
-// Run flushes every interval until ctx ends, then flushes once more. The
-// interval is real time: it paces log lines, it decides nothing.
+// Run flushes every interval until ctx ends, then flushes once more. It is a
+// fallback: on Cloud Run an idle instance has no CPU for it, and the
+// requests write the lines ([Counters.WriteDue]). The interval is real
+// time: it paces log lines, it decides nothing.
 func (c *Counters) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()

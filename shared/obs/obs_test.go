@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,8 +29,10 @@ func TestFlushWritesOneLineAndResets(t *testing.T) {
 	if line["message"] != "orca_push_counters" || line[obs.SendQueued] != float64(1) || line[obs.DeliverySent] != float64(3) {
 		t.Fatalf("line = %v", line)
 	}
-	if n := c.Consume(); len(n) != 0 {
-		t.Fatalf("after a flush: %v, want nothing", n)
+	buf.Reset()
+	c.Flush()
+	if buf.Len() != 0 {
+		t.Fatalf("a second flush wrote %q, want nothing", buf.String())
 	}
 	c.Inc(obs.SendQueued)
 	if got := c.Totals(); got[obs.SendQueued] != 2 || got[obs.DeliverySent] != 3 {
@@ -102,6 +105,93 @@ func TestLatenessBuckets(t *testing.T) {
 		}
 		if got := obs.AlertLatency(tt.d); got != tt.latency {
 			t.Errorf("AlertLatency(%v) = %s, want %s", tt.d, got, tt.latency)
+		}
+	}
+}
+
+// countersLines decodes buf's counters lines.
+func countersLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, text := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if text == "" {
+			continue
+		}
+		var line map[string]any
+		if err := json.Unmarshal([]byte(text), &line); err != nil {
+			t.Fatalf("not a JSON line: %q", text)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// TestWriteDuePacesLines: an urgent counter goes out at once and then at
+// most once every UrgentEvery, a routine one at most once every
+// RoutineEvery, each line carrying everything unwritten; nothing is written
+// when nothing changed (issue 31 §1).
+func TestWriteDuePacesLines(t *testing.T) {
+	var buf bytes.Buffer
+	c := obs.NewCounters(obs.NewLogger(&buf))
+	t0 := time.UnixMilli(1_800_000_000_000)
+	steps := []struct {
+		name  string
+		add   string
+		at    time.Duration
+		wrote bool
+	}{
+		{"nothing counted", "", 0, false},
+		{"the first routine count", obs.DeliverySent, 0, true},
+		{"a routine count within the minute", obs.DeliverySent, time.Second, false},
+		{"the first urgent count, within the minute", obs.DeliveryDead, time.Second, true},
+		{"another urgent one too soon", obs.DeliveryError, obs.UrgentEvery, false},
+		{"it after UrgentEvery", "", time.Second + obs.UrgentEvery, true},
+		{"a routine one before RoutineEvery", obs.SendQueued, obs.RoutineEvery, false},
+		{"it after RoutineEvery", "", obs.RoutineEvery + time.Second + obs.UrgentEvery, true},
+		{"zeros only", obs.SweepRescheduled + "=0", 3 * obs.RoutineEvery, false},
+	}
+	for _, s := range steps {
+		switch {
+		case strings.HasSuffix(s.add, "=0"):
+			c.Add(strings.TrimSuffix(s.add, "=0"), 0)
+		case s.add != "":
+			c.Inc(s.add)
+		}
+		if got := c.WriteDue(t0.Add(s.at)); got != s.wrote {
+			t.Errorf("%s: WriteDue(+%v) = %v, want %v", s.name, s.at, got, s.wrote)
+		}
+	}
+	lines := countersLines(t, &buf)
+	if len(lines) != 4 {
+		t.Fatalf("wrote %d lines, want 4: %v", len(lines), lines)
+	}
+	// The urgent line carries the routine count still unwritten, so the
+	// alerts' ratios (failures over outcomes) see both at once.
+	if lines[1][obs.DeliveryDead] != float64(1) || lines[1][obs.DeliverySent] != float64(1) {
+		t.Errorf("second line = %v, want delivery_dead 1 and delivery_sent 1", lines[1])
+	}
+	if lines[2][obs.DeliveryError] != float64(1) || lines[3][obs.SendQueued] != float64(1) {
+		t.Errorf("lines = %v, want delivery_error 1 on the third, send_queued 1 on the fourth", lines)
+	}
+	if got := c.Totals(); got[obs.DeliverySent] != 2 || got[obs.SendQueued] != 1 {
+		t.Errorf("Totals = %v, want every count", got)
+	}
+	if got := c.Consume(); got[obs.DeliveryDead] != 1 || got[obs.DeliveryError] != 1 {
+		t.Errorf("Consume = %v, want what was added whatever was written", got)
+	}
+}
+
+func TestUrgentCountersAreTheAlertedFailures(t *testing.T) {
+	for _, name := range []string{obs.DeliveryError, obs.DeliveryDead, obs.APNSCredentialsRejected,
+		obs.FCMCredentialsRejected, obs.DatabaseBusy, obs.DatabaseUnavailable, obs.PayloadUnopenable,
+		obs.SweepRescheduled} {
+		if !obs.Urgent(name) {
+			t.Errorf("Urgent(%q) = false, want true", name)
+		}
+	}
+	for _, name := range []string{obs.DeliverySent, obs.SendQueued, obs.ReceiptsRead} {
+		if obs.Urgent(name) {
+			t.Errorf("Urgent(%q) = true, want false", name)
 		}
 	}
 }

@@ -11,13 +11,40 @@ import (
 	"onorca.dev/push/shared/tasks"
 )
 
+// TestShardMovesFewWhenQueuesAreAdded: going from n to n+1 queues moves
+// about 1/(n+1) of the registrations, every one of them to the new queue,
+// and going back moves the same ones back (issue 31 §4); FNV modulo n moved
+// about n/(n+1).
+func TestShardMovesFewWhenQueuesAreAdded(t *testing.T) {
+	const regs = 10000
+	for n := 1; n < 8; n++ {
+		moved := 0
+		for i := range regs {
+			reg := fmt.Sprintf("5f0c1e2a-%04d-4f6e-9a43-1b2c3d4e5f60", i)
+			before, after := tasks.Shard(reg, n), tasks.Shard(reg, n+1)
+			if before == after {
+				continue
+			}
+			moved++
+			if after != n {
+				t.Fatalf("%s moved from queue %d to %d going from %d to %d queues, want to the new queue %d", reg, before, after, n, n+1, n)
+			}
+		}
+		// 1/(n+1) of the registrations, within a fifth of it either way.
+		want := regs / (n + 1)
+		if moved < want*4/5 || moved > want*6/5 {
+			t.Errorf("going from %d to %d queues moved %d of %d registrations, want about %d", n, n+1, moved, regs, want)
+		}
+	}
+}
+
 // TestShardIsStable pins the hash: a registration's queue must not move
 // between releases, or a deploy would split one phone's tasks over two
 // queues.
 func TestShardIsStable(t *testing.T) {
 	got := []int{tasks.Shard("reg-a", 3), tasks.Shard("reg-b", 3), tasks.Shard("5f0c1e2a-0d4b-4f6e-9a43-1b2c3d4e5f60", 3),
 		tasks.Shard("reg-a", 1)}
-	if diff := cmp.Diff([]int{2, 1, 1, 0}, got); diff != "" {
+	if diff := cmp.Diff([]int{2, 0, 0, 0}, got); diff != "" {
 		t.Fatalf("Shard (-want +got):\n%s", diff)
 	}
 	counts := make([]int, 4)
