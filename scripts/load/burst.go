@@ -117,6 +117,10 @@ func (t *target) burst(ctx context.Context, h *host, tag, n int) (burstReport, e
 			r.Delivered++
 		}
 	}
-	r.TaskOpsPerPush, r.RequestsPerPush = c.TaskOpsPerPush, c.RequestsPerPush
+	if c.TaskOpsPerPush == nil {
+		// A burst is there to count them: a run that could not is no report.
+		return r, fmt.Errorf("burst of %d: the emulator's usage counted no task operations", n)
+	}
+	r.TaskOpsPerPush, r.RequestsPerPush = *c.TaskOpsPerPush, c.RequestsPerPush
 	return r, nil
 }
