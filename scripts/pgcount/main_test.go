@@ -130,3 +130,37 @@ func TestCountWindow(t *testing.T) {
 		t.Errorf("counted %v instructions per joining send at 1 and 16 members, want hundreds of thousands each", per)
 	}
 }
+
+// TestSplit counts a small push with -split: every statement of the push
+// (the send's, the claim's, the outcome's) has its line, each run once per
+// push, and the lines add up to what the statements cost.
+func TestSplit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL under valgrind twice")
+	}
+	if _, err := exec.LookPath("valgrind"); err != nil || newestPGBin() == "" {
+		t.Skip("needs valgrind and PostgreSQL's server binaries")
+	}
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), []string{"-mode", "push", "-regs", "1", "-in-window", "3", "-sends", "2,6", "-split"}, &out, &errs); err != nil {
+		t.Fatalf("run: %v\n%s", err, errs.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"WITH session AS (",                               // the send's first round trip
+		"INSERT INTO push_delivery_batches",               // the batch it opens
+		"WITH b AS ( SELECT * FROM push_delivery_batches", // the claim
+		"UPDATE push_delivery_batches SET state = CASE",   // the outcome
+		"(sum; logging left out)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no line with %q in:\n%s", want, text)
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && strings.HasPrefix(f[2], "WITH") && f[1] != "1.00" {
+			t.Errorf("statement run %s times per push: %s", f[1], line)
+		}
+	}
+}

@@ -42,6 +42,7 @@ type options struct {
 	window   windowOptions
 	pgbin    string
 	port     int
+	split    bool
 }
 
 // run parses args and prints one measurement per -regs and -in-window.
@@ -55,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("needs %s: %w", tool, err)
 		}
 	}
-	c, err := newCluster(ctx, o.pgbin, o.port, stderr)
+	c, err := newCluster(ctx, o.pgbin, o.port, o.split, stderr)
 	if err != nil {
 		return err
 	}
@@ -66,14 +67,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, regs := range o.regs {
 		for _, k := range o.inWindow {
 			var total [2]int64
+			var splits [2]split
 			for i, n := range o.sends {
-				if total[i], err = c.count(ctx, o.mode, regs, k, n); err != nil {
+				if total[i], splits[i], err = c.count(ctx, o.mode, regs, k, n); err != nil {
 					return err
 				}
 			}
 			per := float64(total[1]-total[0]) / float64(o.sends[1]-o.sends[0])
 			fmt.Fprintf(stdout, "pgcount mode=%s regs=%d in-window=%d instructions/%s=%.0f (PostgreSQL's backends, runs of %d and %d)\n",
 				o.mode, regs, k, unit[o.mode], per, o.sends[0], o.sends[1])
+			if o.split {
+				printSplit(stdout, splits, o.sends[1]-o.sends[0])
+			}
 			line, err := json.Marshal(map[string]any{"mode": o.mode, "regs": regs, "inWindow": k,
 				"instructionsPerSend": int64(per), "sends": o.sends, "totals": total})
 			if err != nil {
@@ -98,6 +103,7 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	members := o.window.flags(fs)
 	fs.StringVar(&o.pgbin, "pgbin", newestPGBin(), "the directory of PostgreSQL's server binaries")
 	fs.IntVar(&o.port, "port", 0, "the private cluster's port, on 127.0.0.1 (0: a free one)")
+	fs.BoolVar(&o.split, "split", false, "also print each statement's instructions and executions per unit (split.go); the statement log it needs is left out of the counts")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -189,16 +195,18 @@ type cluster struct {
 	// stderr receives a line as each run starts; runs counts them.
 	stderr io.Writer
 	runs   int
+	// split makes each run dump per statement and log them (split.go).
+	split bool
 }
 
 // newCluster creates a cluster (initdb) set for counting: no autovacuum,
 // no fsync.
-func newCluster(ctx context.Context, pgbin string, port int, stderr io.Writer) (*cluster, error) {
+func newCluster(ctx context.Context, pgbin string, port int, splitting bool, stderr io.Writer) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "pgcount-")
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{pgbin: pgbin, dir: dir, port: port, stderr: stderr, as: exec.CommandContext}
+	c := &cluster{pgbin: pgbin, dir: dir, port: port, split: splitting, stderr: stderr, as: exec.CommandContext}
 	if u, err := user.Current(); err == nil && u.Uid == "0" {
 		owner, err := user.Lookup("postgres")
 		if err != nil {
@@ -222,6 +230,9 @@ func newCluster(ctx context.Context, pgbin string, port int, stderr io.Writer) (
 	}
 	conf := fmt.Sprintf("\nport = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\n"+
 		"autovacuum = off\nfsync = off\nmax_wal_size = '16GB'\n", port, dir)
+	if splitting {
+		conf += splitServerConf
+	}
 	f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
 		_, err = f.WriteString(conf)
@@ -247,7 +258,7 @@ var unit = map[string]string{"send": "send", "push": "send+deliveries", "window"
 // mode push, delivering each batch a send made due; with mode insert, n+1
 // one-row insert transactions instead), stops the cluster and returns the
 // instructions its backends ran.
-func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64, error) {
+func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64, split, error) {
 	c.runs++
 	if mode == "window" {
 		fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d, %d rounds of %d sends\n", c.runs, regs, n, k)
@@ -257,15 +268,27 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 	}
 	out := filepath.Join(c.dir, fmt.Sprintf("run%d", c.runs))
 	if err := c.as(ctx, "mkdir", out).Run(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	data := filepath.Join(c.dir, "data")
-	server := c.as(ctx, "valgrind", "--tool=callgrind", "--trace-children=yes", "--collect-atstart=no",
-		"--toggle-collect=PostgresMain", "--callgrind-out-file="+filepath.Join(out, "%p.cg"),
-		filepath.Join(c.pgbin, "postgres"), "-D", data)
+	args := []string{"--tool=callgrind", "--trace-children=yes", "--collect-atstart=no",
+		"--toggle-collect=PostgresMain", "--callgrind-out-file=" + filepath.Join(out, "%p.cg")}
+	if c.split {
+		args = append(args, splitValgrindArgs...)
+	}
+	server := c.as(ctx, "valgrind", append(args, filepath.Join(c.pgbin, "postgres"), "-D", data)...)
 	server.Stdout, server.Stderr = io.Discard, io.Discard
+	logName := filepath.Join(c.dir, fmt.Sprintf("run%d.log", c.runs))
+	if c.split {
+		f, err := os.Create(logName)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer f.Close()
+		server.Stderr = f
+	}
 	if err := server.Start(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	stopped := false
 	stop := func() error {
@@ -282,7 +305,7 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 	defer stop()
 	url, err := c.createDatabase(ctx, fmt.Sprintf("run%d", c.runs))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	switch mode {
 	case "insert":
@@ -293,12 +316,17 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 		err = c.sends(ctx, url, mode == "push", regs, k, n)
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := stop(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return totals(out)
+	total, err := totals(out)
+	if err != nil || !c.split {
+		return total, nil, err
+	}
+	sp, err := readSplit(out, logName)
+	return total, sp, err
 }
 
 // createDatabase waits for the server and creates the database name, so
@@ -374,7 +402,11 @@ func admission(ctx context.Context, s *store.Store, clk *clock.Manual, deliver b
 		}
 		ids = append(ids, id)
 	}
+	// As a sign-in leaves it: the host's row and its session.
 	if err := s.HostTx(ctx, "host", func(tx *store.Tx) error {
+		if err := tx.TouchHost(ctx, "host", "host-key", clk.Now().UnixMilli()); err != nil {
+			return err
+		}
 		return tx.ReplaceSession(ctx, "host", tokenHash, 1<<62, clk.Now().UnixMilli())
 	}); err != nil {
 		return nil, nil, err

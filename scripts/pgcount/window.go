@@ -55,15 +55,20 @@ func (c *cluster) runWindow(ctx context.Context, o options, stdout io.Writer) er
 	for _, regs := range o.regs {
 		for _, k := range o.window.members {
 			var total [2]int64
+			var splits [2]split
 			for i, m := range []int{k, k + 1} {
 				var err error
-				if total[i], err = c.count(ctx, o.mode, regs, m, o.window.rounds); err != nil {
+				if total[i], splits[i], err = c.count(ctx, o.mode, regs, m, o.window.rounds); err != nil {
 					return err
 				}
 			}
 			per := float64(total[1]-total[0]) / float64(o.window.rounds)
 			fmt.Fprintf(stdout, "pgcount mode=window regs=%d members=%d instructions/joining send=%.0f (PostgreSQL's backends, %d rounds of %d and %d sends)\n",
 				regs, k, per, o.window.rounds, k, k+1)
+			if o.split {
+				// The difference of the two runs is one joining send a round.
+				printSplit(stdout, splits, o.window.rounds)
+			}
 			line, err := json.Marshal(map[string]any{"mode": o.mode, "regs": regs, "members": k,
 				"instructionsPerSend": int64(per), "rounds": o.window.rounds, "totals": total})
 			if err != nil {
