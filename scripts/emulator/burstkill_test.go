@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"onorca.dev/push/scripts/emulator/emulatortest"
-	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
-	"onorca.dev/push/shared/hostclient"
-	"onorca.dev/push/shared/store/storetest"
 )
 
 // TestKilledMidBurst: five alerts sent together to one iPhone with inline
@@ -24,21 +19,8 @@ import (
 // the batches once the lease and the grace have passed, and every alert is
 // delivered, none twice.
 func TestKilledMidBurst(t *testing.T) {
-	pg := storetest.Postgres(t)
-	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1",
-		"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1", "ORCA_PUSH_DATA_DIR=" + t.TempDir()}
-	p1 := startEmulator(t, env...)
+	env, p1, h, reg := startInlineWithIPhone(t)
 	ctx := context.Background()
-	kp, _ := hostclient.GenerateKeypair(rand.Reader)
-	h, err := hostclient.New(hostclient.Options{BaseURL: p1.origin, Keypair: kp, HTTPClient: http.DefaultClient, Clock: clock.Real{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := h.Register(ctx, hostclient.RegisterParams{DeviceID: "phone", Platform: contract.PlatformIOS,
-		Token: strings.Repeat("cd", 32), APNSEnvironment: contract.APNSProduction})
-	if err != nil {
-		t.Fatal(err)
-	}
 	emulatortest.Control(t, p1.origin, "POST", "/_emulator/faults", `{"provider":"apns","token":"*","hang":true,"times":100}`, nil)
 	const n = 5
 	var ids []string

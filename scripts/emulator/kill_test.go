@@ -74,21 +74,8 @@ func TestKilledMidDelivery(t *testing.T) {
 // grace have passed and hands it to a task: delivered exactly once more, with
 // the same collapse id.
 func TestKilledMidInlineDelivery(t *testing.T) {
-	pg := storetest.Postgres(t)
-	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1",
-		"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1", "ORCA_PUSH_DATA_DIR=" + t.TempDir()}
-	p1 := startEmulator(t, env...)
+	env, p1, h, reg := startInlineWithIPhone(t)
 	ctx := context.Background()
-	kp, _ := hostclient.GenerateKeypair(rand.Reader)
-	h, err := hostclient.New(hostclient.Options{BaseURL: p1.origin, Keypair: kp, HTTPClient: http.DefaultClient, Clock: clock.Real{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := h.Register(ctx, hostclient.RegisterParams{DeviceID: "phone", Platform: contract.PlatformIOS,
-		Token: strings.Repeat("cd", 32), APNSEnvironment: contract.APNSProduction})
-	if err != nil {
-		t.Fatal(err)
-	}
 	emulatortest.Control(t, p1.origin, "POST", "/_emulator/faults", `{"provider":"apns","token":"*","hang":true}`, nil)
 	sent := make(chan error, 1)
 	go func() { // hangs in the provider call, inside the send request
@@ -143,4 +130,28 @@ func deliveredOnceMoreAfterRestart(t *testing.T, env []string, first standin.Del
 	if n := len(processInbox(t, p2.origin)); n != 1 {
 		t.Fatalf("%d requests in the end, want 1", n)
 	}
+}
+
+// startInlineWithIPhone starts the emulator process on a PostgreSQL schema
+// of t's with inline delivery and no coalescing, as production runs, and a
+// host with one iPhone registered; it returns the process's environment (for
+// a restart on the same database), the process, the host and the
+// registration.
+func startInlineWithIPhone(t *testing.T) ([]string, *process, *hostclient.Client, string) {
+	t.Helper()
+	pg := storetest.Postgres(t)
+	env := []string{"ORCA_PUSH_DATABASE_URL=" + pg.Options(t).DatabaseURL, "ORCA_PUSH_MANUAL_CLOCK=1",
+		"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1", "ORCA_PUSH_DATA_DIR=" + t.TempDir()}
+	p := startEmulator(t, env...)
+	kp, _ := hostclient.GenerateKeypair(rand.Reader)
+	h, err := hostclient.New(hostclient.Options{BaseURL: p.origin, Keypair: kp, HTTPClient: http.DefaultClient, Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := h.Register(context.Background(), hostclient.RegisterParams{DeviceID: "phone", Platform: contract.PlatformIOS,
+		Token: strings.Repeat("cd", 32), APNSEnvironment: contract.APNSProduction})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, p, h, reg
 }
