@@ -21,7 +21,8 @@ import (
 // ("Capacity and cost") that the emulator can give, on PostgreSQL, for
 // quiet pushes (one host sending one alert at a time, each to one of a few
 // phones, the clock moving a second between pushes) with no coalescing:
-// delivered inline (production's setting) and through a task. It logs, per
+// delivered inline (production's setting), the same right after a
+// checkpoint, and through a task. It logs, per
 // push:
 //   - the bytes to and from PostgreSQL, through storetest's counting proxy
 //     (the protocol's bytes, without TLS or TCP/IP headers);
@@ -42,9 +43,13 @@ func TestPushCostInputs(t *testing.T) {
 	tests := []struct {
 		name string
 		env  []string
+		// checkpoint runs a CHECKPOINT just before the pushes: the first
+		// change of each page after one writes the page's full image.
+		checkpoint bool
 	}{
-		{"inline", []string{"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1"}},
-		{"task", []string{"ORCA_PUSH_COALESCE_MS=0"}},
+		{"inline", []string{"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1"}, false},
+		{"inline_after_checkpoint", []string{"ORCA_PUSH_COALESCE_MS=0", "ORCA_PUSH_DELIVER_INLINE=1"}, true},
+		{"task", []string{"ORCA_PUSH_COALESCE_MS=0"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +71,11 @@ func TestPushCostInputs(t *testing.T) {
 			e.sendTo(alert("warm", 1), regs[0])
 			e.call("POST", "/_emulator/tasks/run-due", "", nil)
 			delivered0 := e.delivered()
+			if tt.checkpoint {
+				if _, err := wal.db.Exec("CHECKPOINT"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			sent0, recv0 := rt.Bytes()
 			wal.start()
 			stdout.reset()
