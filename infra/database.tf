@@ -46,10 +46,10 @@ resource "google_vpc_access_connector" "main" {
 }
 
 locals {
-  # Bytes a push moves between a function and PostgreSQL, both ways (2,442 B sent, 1,262 B received; README
-  # "Capacity and cost"), and each connector instance's throughput by machine type
+  # Bytes a push moves between a function and PostgreSQL, both ways (2,870 B sent, 1,348 B received, the
+  # PostgreSQL protocol's, measured by scripts/emulator's TestPushCostInputs; README "Capacity and cost"), and each connector instance's throughput by machine type
   # (cloud.google.com/vpc/docs/serverless-vpc-access, "Throughput").
-  push_database_bytes     = 2442 + 1262
+  push_database_bytes     = 2870 + 1348
   vpc_connector_peak_mbps = ceil(var.capacity_peak_pushes_per_second * local.push_database_bytes * 8 / 1000000)
   vpc_connector_max_mbps  = var.vpc_connector_max_instances * lookup({ "f1-micro" = 100, "e2-micro" = 100, "e2-standard-4" = 1600 }, var.vpc_connector_machine_type, 0)
 }

@@ -59,8 +59,8 @@ run "capacity_10m" {
   }
 
   assert {
-    condition     = local.sql_connections_needed == 164 && local.sql_max_connections == 400 && local.vpc_connector_peak_mbps == 18
-    error_message = "10 M a day: 16 instances x 10 + 4 = 164 of db-custom-2-7680's 400 connections, 18 Mbps through the connector"
+    condition     = local.sql_connections_needed == 164 && local.sql_max_connections == 400 && local.vpc_connector_peak_mbps == 20
+    error_message = "10 M a day: 16 instances x 10 + 4 = 164 of db-custom-2-7680's 400 connections, 20 Mbps through the connector"
   }
 }
 
@@ -91,8 +91,8 @@ run "capacity_100m" {
   }
 
   assert {
-    condition     = local.sql_connections_needed == 520 && local.sql_max_connections == 800 && local.vpc_connector_peak_mbps == 172
-    error_message = "100 M a day: 43 instances x 12 + 4 = 520 of db-custom-16-61440's 800 connections, 172 Mbps through the connector"
+    condition     = local.sql_connections_needed == 520 && local.sql_max_connections == 800 && local.vpc_connector_peak_mbps == 196
+    error_message = "100 M a day: 43 instances x 12 + 4 = 520 of db-custom-16-61440's 800 connections, 196 Mbps through the connector"
   }
 
   assert {

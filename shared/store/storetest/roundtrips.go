@@ -31,6 +31,26 @@ type RoundTrips struct {
 	// down makes the proxy refuse connections; p closes the open ones.
 	down atomic.Bool
 	p    *proxy
+	// sent and received are the bytes the proxy passed to the server and
+	// back to the clients: the PostgreSQL protocol's, without TLS or TCP/IP.
+	sent, received atomic.Int64
+}
+
+// Bytes returns the bytes passed to the server (sent) and back to the
+// clients (received) so far, every connection's, the startup and the
+// liveness pings included.
+func (r *RoundTrips) Bytes() (sent, received int64) { return r.sent.Load(), r.received.Load() }
+
+// countingWriter adds what it writes to n.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (cw countingWriter) Write(p []byte) (int, error) {
+	k, err := cw.w.Write(p)
+	cw.n.Add(int64(k))
+	return k, err
 }
 
 // SetDown makes the database unreachable (true): every open connection
@@ -120,13 +140,13 @@ func (p *proxy) serve() {
 		mute := new(atomic.Bool)
 		go func() {
 			defer p.wg.Done()
-			answer(c, s, mute)
+			answer(countingWriter{c, &p.rt.received}, s, mute)
 			c.Close()
 			s.Close()
 		}()
 		go func() {
 			defer p.wg.Done()
-			if p.count(s, c, mute) {
+			if p.count(countingWriter{s, &p.rt.sent}, c, mute) {
 				// The other direction closes both sides once the server
 				// answered: the client must not see the connection drop
 				// before the server carried out the round trip, or it could
