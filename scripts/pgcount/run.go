@@ -418,7 +418,7 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 	}
 	defer s.Close()
 	clk := clock.NewManual(time.UnixMilli(1_800_000_000_000))
-	a, ids, err := admission(ctx, s, clk, deliver, regs, 0)
+	a, _, ids, err := admission(ctx, s, clk, deliver, regs, 0, delivery.NopScheduler{})
 	if err != nil {
 		return err
 	}
@@ -439,16 +439,17 @@ const tokenHash = "token-hash"
 
 // admission registers regs phones of the counted host on s, opens its
 // session and returns an Admission over s with the coalescing window
-// window, and the phones' registration ids. With deliver, each batch a send
-// makes due is delivered in the call.
+// window, its Deliverer and the phones' registration ids. With deliver, each
+// batch a send makes due is delivered in the call. tasks takes what is left
+// to a task.
 func admission(ctx context.Context, s *store.Store, clk *clock.Manual, deliver bool, regs int,
-	window time.Duration) (*delivery.Admission, []string, error) {
+	window time.Duration, tasks delivery.Scheduler) (*delivery.Admission, *delivery.Deliverer, []string, error) {
 	var ids []string
 	for i := range regs {
 		id, err := s.RegisterDevice(ctx, "host", contract.RegisterRequest{DeviceID: fmt.Sprintf("phone%d", i),
 			Platform: contract.PlatformAndroid, Token: fmt.Sprintf("%040d", i)}, clk.Now().UnixMilli())
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		ids = append(ids, id)
 	}
@@ -459,43 +460,45 @@ func admission(ctx context.Context, s *store.Store, clk *clock.Manual, deliver b
 		}
 		return tx.ReplaceSession(ctx, "host", tokenHash, 1<<62, clk.Now().UnixMilli())
 	}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// A key of this run's: what it seals is measured, never read again.
 	entry, err := seal.NewEntry(rand.Reader, "pgcount")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	keys, err := seal.ParseRing(entry)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	digestText, err := seal.NewDigestKey(rand.Reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	digest, err := seal.ParseDigestKey(digestText)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	counters := obs.NewCounters(nil)
-	var sched delivery.Scheduler = delivery.NopScheduler{}
+	var sched delivery.Scheduler = tasks
+	var d *delivery.Deliverer
 	if deliver {
-		d, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
-			Scheduler: delivery.NopScheduler{}, APNS: accepting{}, FCM: accepting{}, Keys: keys})
+		var err error
+		d, err = delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
+			Scheduler: tasks, APNS: accepting{}, FCM: accepting{}, Keys: keys})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		if sched, err = delivery.NewInline(d, delivery.NopScheduler{}, clk); err != nil {
-			return nil, nil, err
+		if sched, err = delivery.NewInline(d, tasks, clk); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: counters, Scheduler: sched, Keys: keys,
 		Digest: digest, Coalesce: window})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return a, ids, nil
+	return a, d, ids, nil
 }
 
 // epoch is the notificationEpoch of -mode send's alerts: a UUID, as Orca's.
