@@ -6,13 +6,18 @@
 //
 //	go run ./scripts/pgcount [-mode send|push|insert] [-regs 1,5] [-in-window 299,10] [-sends 100,400]
 //	go run ./scripts/pgcount -mode window [-regs 1,5] [-members 1,16,31] [-rounds 30]
+//	go run ./scripts/pgcount -mode burst [-alerts 1,5,10,20] [-bursts 30,90]
+//	go run ./scripts/pgcount ... [-pg-setting name=value ...]
 //
 // -mode push counts a whole push instead: each send and then the delivery of
 // every batch it made due, in the call as ORCA_PUSH_DELIVER_INLINE=1 does
 // (the claim, a provider that accepts at once, the outcome); -mode insert
 // counts a one-row insert transaction (BEGIN, INSERT, COMMIT), the yardstick
 // to set a push beside; -mode window counts a send that joins an open batch
-// of -members alerts, with a 60 s coalescing window (window.go).
+// of -members alerts, with a 60 s coalescing window (window.go); -mode
+// burst counts a delivered push of -alerts alerts to one phone admitted
+// together (burst.go). -pg-setting adds a line to the counted cluster's
+// configuration.
 //
 // For each number of registrations and each number of the host's events in
 // its quota window, it starts a private PostgreSQL cluster under callgrind

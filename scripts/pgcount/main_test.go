@@ -24,6 +24,10 @@ func TestFlags(t *testing.T) {
 		{"unknown mode", []string{"-mode", "deliver"}},
 		{"members at the batch cap", []string{"-mode", "window", "-members", "32"}},
 		{"no rounds", []string{"-mode", "window", "-rounds", "0"}},
+		{"burst over the request's alerts", []string{"-mode", "burst", "-alerts", "21"}},
+		{"one count of bursts", []string{"-mode", "burst", "-bursts", "3"}},
+		{"setting without a value", []string{"-pg-setting", "deadlock_timeout"}},
+		{"setting with a quote", []string{"-pg-setting", "deadlock_timeout=1s'"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -128,6 +132,42 @@ func TestCountWindow(t *testing.T) {
 	}
 	if per[0] < 100_000 || per[1] < 100_000 {
 		t.Errorf("counted %v instructions per joining send at 1 and 16 members, want hundreds of thousands each", per)
+	}
+}
+
+// TestCountBurst counts bursts of 1 and 5 alerts to one phone on a real
+// cluster; each run checks that every push of its bursts was sent, inline
+// or by the hand-on. Runs of a few bursts read first plans and cold caches,
+// so only the order of magnitude is held.
+func TestCountBurst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL under valgrind four times")
+	}
+	if _, err := exec.LookPath("valgrind"); err != nil || newestPGBin() == "" {
+		t.Skip("needs valgrind and PostgreSQL's server binaries")
+	}
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), []string{"-mode", "burst", "-alerts", "1,5", "-bursts", "2,4"}, &out, &errs); err != nil {
+		t.Fatalf("run: %v\n%s", err, errs.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "pgcount mode=burst alerts=1 instructions/delivered push=") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	var per []int64
+	for _, line := range []string{lines[1], lines[3]} {
+		var m struct{ InstructionsPerPush int64 }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		per = append(per, m.InstructionsPerPush)
+	}
+	// A push is a send and a delivery, hundreds of thousands of
+	// instructions at least; tens of millions would be a count of more.
+	for i, n := range per {
+		if n < 300_000 || n > 50_000_000 {
+			t.Errorf("counted %d instructions per delivered push in bursts of %d", n, []int{1, 5}[i])
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ import (
 // errUsage is returned for a flag out of range.
 var errUsage = errors.New("usage")
 
+// settingName matches a PostgreSQL setting's name.
+var settingName = regexp.MustCompile(`^[a-z_][a-z0-9_.]*$`)
+
 // options are the command's flags.
 type options struct {
 	mode     string
@@ -40,9 +44,38 @@ type options struct {
 	inWindow []int
 	sends    [2]int
 	window   windowOptions
+	burst    burstOptions
 	pgbin    string
 	port     int
 	split    bool
+	// settings are -pg-setting's lines of the cluster's configuration.
+	settings settings
+}
+
+// settings is -pg-setting: name=value lines added to the counted cluster's
+// postgresql.conf, in order, after pgcount's own (a later line wins).
+type settings []string
+
+func (s *settings) String() string { return strings.Join(*s, ",") }
+
+// Set checks one name=value and adds it.
+func (s *settings) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || !settingName.MatchString(name) || value == "" || strings.ContainsAny(value, "'\\\n") {
+		return fmt.Errorf("%w: -pg-setting wants name=value, as deadlock_timeout=1s", errUsage)
+	}
+	*s = append(*s, v)
+	return nil
+}
+
+// conf returns the settings as postgresql.conf lines.
+func (s settings) conf() string {
+	var b strings.Builder
+	for _, v := range s {
+		name, value, _ := strings.Cut(v, "=")
+		fmt.Fprintf(&b, "%s = '%s'\n", name, value)
+	}
+	return b.String()
 }
 
 // run parses args and prints one measurement per -regs and -in-window.
@@ -56,13 +89,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("needs %s: %w", tool, err)
 		}
 	}
-	c, err := newCluster(ctx, o.pgbin, o.port, o.split, stderr)
+	c, err := newCluster(ctx, o.pgbin, o.port, o.split, o.settings, stderr)
 	if err != nil {
 		return err
 	}
 	defer c.remove()
-	if o.mode == "window" {
+	switch o.mode {
+	case "window":
 		return c.runWindow(ctx, o, stdout)
+	case "burst":
+		return c.runBurst(ctx, o, stdout)
 	}
 	for _, regs := range o.regs {
 		for _, k := range o.inWindow {
@@ -96,22 +132,30 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	fs := flag.NewFlagSet("pgcount", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	regs, inWindow, sends := "1,5", "299,10", "100,400"
-	fs.StringVar(&o.mode, "mode", "send", "what one unit is: send (a /v1/send admission), push (a send and the delivery of each batch it made due: claim, provider, outcome), or insert (a one-row insert transaction, the yardstick)")
+	fs.StringVar(&o.mode, "mode", "send", "what one unit is: send (a /v1/send admission), push (a send and the delivery of each batch it made due: claim, provider, outcome), window (a send joining open batches, window.go), burst (a delivered push of a burst to one phone, burst.go), or insert (a one-row insert transaction, the yardstick)")
 	fs.StringVar(&regs, "regs", regs, "registrations per request, one measurement each (comma-separated)")
 	fs.StringVar(&inWindow, "in-window", inWindow, "the host's events in its quota window at each send, one measurement each (comma-separated)")
 	fs.StringVar(&sends, "sends", sends, "the two numbers of counted sends whose totals are compared")
 	members := o.window.flags(fs)
+	alerts, bursts := o.burst.flags(fs)
 	fs.StringVar(&o.pgbin, "pgbin", newestPGBin(), "the directory of PostgreSQL's server binaries")
 	fs.IntVar(&o.port, "port", 0, "the private cluster's port, on 127.0.0.1 (0: a free one)")
+	fs.Var(&o.settings, "pg-setting", "name=value: a setting of the counted cluster, after pgcount's own (repeatable)")
 	fs.BoolVar(&o.split, "split", false, "also print each statement's instructions and executions per unit (split.go); the statement log it needs is left out of the counts")
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %w", errUsage, err) // a flag the flag package refused
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if _, ok := unit[o.mode]; !ok {
-		return o, fmt.Errorf("%w: -mode must be send, push, window or insert", errUsage)
+		return o, fmt.Errorf("%w: -mode must be send, push, window, burst or insert", errUsage)
+	}
+	if err := o.burst.parse(*alerts, *bursts); err != nil {
+		return o, err
 	}
 	var err error
 	if o.window.members, err = ints(*members, 1, contract.MaxBatchMembers-1); err != nil {
@@ -201,7 +245,7 @@ type cluster struct {
 
 // newCluster creates a cluster (initdb) set for counting: no autovacuum,
 // no fsync.
-func newCluster(ctx context.Context, pgbin string, port int, splitting bool, stderr io.Writer) (*cluster, error) {
+func newCluster(ctx context.Context, pgbin string, port int, splitting bool, extra settings, stderr io.Writer) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "pgcount-")
 	if err != nil {
 		return nil, err
@@ -233,6 +277,7 @@ func newCluster(ctx context.Context, pgbin string, port int, splitting bool, std
 	if splitting {
 		conf += splitServerConf
 	}
+	conf += extra.conf()
 	f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
 		_, err = f.WriteString(conf)
@@ -251,7 +296,7 @@ func newCluster(ctx context.Context, pgbin string, port int, splitting bool, std
 func (c *cluster) remove() { os.RemoveAll(c.dir) }
 
 // unit names what one counted step of each mode is.
-var unit = map[string]string{"send": "send", "push": "send+deliveries", "window": "joining send", "insert": "insert"}
+var unit = map[string]string{"send": "send", "push": "send+deliveries", "window": "joining send", "burst": "delivered push", "insert": "insert"}
 
 // count starts the cluster under callgrind, admits k+1 sends and then n
 // more of regs registrations by one host with k events in its window (with
@@ -260,9 +305,12 @@ var unit = map[string]string{"send": "send", "push": "send+deliveries", "window"
 // instructions its backends ran.
 func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64, split, error) {
 	c.runs++
-	if mode == "window" {
+	switch mode {
+	case "window":
 		fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d, %d rounds of %d sends\n", c.runs, regs, n, k)
-	} else {
+	case "burst":
+		fmt.Fprintf(c.stderr, "pgcount: run %d: %d bursts of %d alerts to one phone\n", c.runs, n, k)
+	default:
 		fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d in-window=%d, %d sends to fill the window and %d counted\n",
 			c.runs, regs, k, k+1, n)
 	}
@@ -312,6 +360,8 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 		err = inserts(ctx, url, n)
 	case "window":
 		err = c.rounds(ctx, url, regs, k, n)
+	case "burst":
+		err = c.bursts(ctx, url, k, n)
 	default:
 		err = c.sends(ctx, url, mode == "push", regs, k, n)
 	}
@@ -368,7 +418,7 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 	}
 	defer s.Close()
 	clk := clock.NewManual(time.UnixMilli(1_800_000_000_000))
-	a, ids, err := admission(ctx, s, clk, deliver, regs, 0)
+	a, _, ids, err := admission(ctx, s, clk, deliver, regs, 0, delivery.NopScheduler{})
 	if err != nil {
 		return err
 	}
@@ -389,16 +439,17 @@ const tokenHash = "token-hash"
 
 // admission registers regs phones of the counted host on s, opens its
 // session and returns an Admission over s with the coalescing window
-// window, and the phones' registration ids. With deliver, each batch a send
-// makes due is delivered in the call.
+// window, its Deliverer and the phones' registration ids. With deliver, each
+// batch a send makes due is delivered in the call. tasks takes what is left
+// to a task.
 func admission(ctx context.Context, s *store.Store, clk *clock.Manual, deliver bool, regs int,
-	window time.Duration) (*delivery.Admission, []string, error) {
+	window time.Duration, tasks delivery.Scheduler) (*delivery.Admission, *delivery.Deliverer, []string, error) {
 	var ids []string
 	for i := range regs {
 		id, err := s.RegisterDevice(ctx, "host", contract.RegisterRequest{DeviceID: fmt.Sprintf("phone%d", i),
 			Platform: contract.PlatformAndroid, Token: fmt.Sprintf("%040d", i)}, clk.Now().UnixMilli())
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		ids = append(ids, id)
 	}
@@ -409,43 +460,45 @@ func admission(ctx context.Context, s *store.Store, clk *clock.Manual, deliver b
 		}
 		return tx.ReplaceSession(ctx, "host", tokenHash, 1<<62, clk.Now().UnixMilli())
 	}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// A key of this run's: what it seals is measured, never read again.
 	entry, err := seal.NewEntry(rand.Reader, "pgcount")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	keys, err := seal.ParseRing(entry)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	digestText, err := seal.NewDigestKey(rand.Reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	digest, err := seal.ParseDigestKey(digestText)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	counters := obs.NewCounters(nil)
-	var sched delivery.Scheduler = delivery.NopScheduler{}
+	var sched delivery.Scheduler = tasks
+	var d *delivery.Deliverer
 	if deliver {
-		d, err := delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
-			Scheduler: delivery.NopScheduler{}, APNS: accepting{}, FCM: accepting{}, Keys: keys})
+		var err error
+		d, err = delivery.NewDeliverer(delivery.DelivererOptions{Store: s, Clock: clk, Counters: counters,
+			Scheduler: tasks, APNS: accepting{}, FCM: accepting{}, Keys: keys})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		if sched, err = delivery.NewInline(d, delivery.NopScheduler{}, clk); err != nil {
-			return nil, nil, err
+		if sched, err = delivery.NewInline(d, tasks, clk); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	a, err := delivery.NewAdmission(delivery.Options{Store: s, Clock: clk, Counters: counters, Scheduler: sched, Keys: keys,
 		Digest: digest, Coalesce: window})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return a, ids, nil
+	return a, d, ids, nil
 }
 
 // epoch is the notificationEpoch of -mode send's alerts: a UUID, as Orca's.

@@ -12,6 +12,7 @@ import (
 
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/store"
 )
 
@@ -90,7 +91,7 @@ func (c *cluster) rounds(ctx context.Context, url string, regs, m, n int) error 
 	}
 	defer s.Close()
 	clk := clock.NewManual(time.UnixMilli(1_800_000_000_000))
-	a, ids, err := admission(ctx, s, clk, false, regs, coalesceWindow)
+	a, _, ids, err := admission(ctx, s, clk, false, regs, coalesceWindow, delivery.NopScheduler{})
 	if err != nil {
 		return err
 	}
