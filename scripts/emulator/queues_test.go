@@ -174,15 +174,8 @@ func TestRetryGoesToItsBatchsQueue(t *testing.T) {
 	const phones, queues = 8, 4
 	e := startEmuWith(t, storetest.Dialects(t)[0], queueOptions{count: queues})
 	batchOf := map[string]string{} // registration => batch
-	for i := range phones {
-		reg, _ := e.registerPhone(fmt.Sprint("phone-", i))
-		before := e.pendingTasks()
-		e.sendTo(alert(fmt.Sprint("n", i), int64(i+1)), reg)
-		for b := range e.pendingTasks() {
-			if _, ok := before[b]; !ok {
-				batchOf[reg] = b
-			}
-		}
+	for b, reg := range e.alertNewPhones(phones) {
+		batchOf[reg] = b
 	}
 	first := e.pendingTasks()
 	for reg, b := range batchOf {
@@ -219,17 +212,7 @@ func TestQueueListChangeDeliversOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { old.Close() })
-			regs := map[string]string{} // batch => registration
-			for i := range phones {
-				reg, _ := e.registerPhone(fmt.Sprint("phone-", i))
-				before := e.pendingTasks()
-				e.sendTo(alert(fmt.Sprint("n", i), int64(i+1)), reg)
-				for b := range e.pendingTasks() {
-					if _, ok := before[b]; !ok {
-						regs[b] = reg
-					}
-				}
-			}
+			regs := e.alertNewPhones(phones) // batch => registration
 			// An instance of the old list schedules each batch again at
 			// its due time, as its retry or the sweep's re-enqueue would.
 			due := e.clk.Now().Add(3 * time.Second)
@@ -278,4 +261,22 @@ func TestQueueListChangeDeliversOnce(t *testing.T) {
 			t.Logf("%d of %d batches had tasks on two queues", split, phones)
 		})
 	}
+}
+
+// alertNewPhones registers n phones and sends each an alert of its own,
+// and returns the batch each alert opened, by batch id, with its
+// registration: the batch is the one whose task the send added.
+func (e *emu) alertNewPhones(n int) map[string]string {
+	regs := map[string]string{}
+	for i := range n {
+		reg, _ := e.registerPhone(fmt.Sprint("phone-", i))
+		before := e.pendingTasks()
+		e.sendTo(alert(fmt.Sprint("n", i), int64(i+1)), reg)
+		for b := range e.pendingTasks() {
+			if _, ok := before[b]; !ok {
+				regs[b] = reg
+			}
+		}
+	}
+	return regs
 }
