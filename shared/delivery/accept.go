@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -44,7 +45,7 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	// A passed expiresAt makes any deadline pass, new or stored (the
 	// stored one is at most the same expiresAt, or the content differs).
 	add := ev.deadline > now && !overflow
-	start := store.SendStart{TokenHash: tokenHash, Add: add, Event: store.NewEvent{
+	start := store.SendStart{TokenHash: tokenHash, Add: add, NoJoin: a.joinsNone(ev), Event: store.NewEvent{
 		ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, FormerFingerprint: ev.former, RegistrationIDs: regs,
 		Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
 	}}
@@ -104,6 +105,10 @@ func (a *Admission) place(ctx context.Context, tx *store.Tx, ev *event, recipien
 		}
 		out.statuses[i] = contract.StatusQueued
 		p := st.Pending[i]
+		if a.joinsNone(ev) {
+			// Both dialects alike: SQLite's statement reads it anyway.
+			p.Open = store.OpenBatch{}
+		}
 		var err error
 		if ev.kind == contract.KindAlert {
 			err = a.coalesceAlert(ctx, tx, ev, r, p.Open, p.Deadline, now, out)
@@ -119,14 +124,67 @@ func (a *Admission) place(ctx context.Context, tx *store.Tx, ev *event, recipien
 			return err
 		}
 	}
+	var leases []*Leased
+	if a.leaser != nil {
+		leases = a.leaseOpened(out, recipients, st, added, now)
+	}
 	ids, err := tx.InsertBatches(ctx, out.opened, now)
 	if err != nil {
 		return err
 	}
 	for i, id := range ids {
-		out.due = append(out.due, due{batchID: id, registrationID: out.opened[i].RegistrationID, at: out.opened[i].DueAt})
+		b := out.opened[i]
+		if b.HeldAt != 0 {
+			continue // the batch in flight hands on to it when it ends
+		}
+		d := due{batchID: id, registrationID: b.RegistrationID, at: b.DueAt}
+		if leases != nil {
+			d.leased = leases[i]
+		}
+		out.due = append(out.due, d)
 	}
 	return nil
+}
+
+// leaseOpened leases, with their insert, the opened batches that a
+// delivery in this request (Inline) would claim at once: due now, of a
+// registration with no other batch in flight and none made due in this
+// transaction. The claim is then made here, under the host lock, by the
+// rules of store.ClaimBatch, and not by a transaction of its own; the
+// members just passed the dismissal fences the claim would read. A batch
+// due now whose registration has another in flight is marked held back
+// instead, as that claim would mark it: the holder hands on to it. It
+// returns the leases, one per opened batch (nil where none).
+func (a *Admission) leaseOpened(out *outcome, recipients []store.Recipient, st store.SendStarted, added func(int) bool, now int64) []*Leased {
+	leases := make([]*Leased, len(out.opened))
+	for i := range out.opened {
+		b := &out.opened[i]
+		j := slices.IndexFunc(recipients, func(r store.Recipient) bool { return r.RegistrationID == b.RegistrationID })
+		madeDue := slices.ContainsFunc(out.due, func(d due) bool { return d.registrationID == b.RegistrationID })
+		if b.DueAt > now || j < 0 || !added(j) || madeDue {
+			continue
+		}
+		p := st.Pending[j]
+		if p.LeasedUntil > now {
+			b.HeldAt = now
+			continue
+		}
+		b.LeaseToken, b.LeaseUntil = uuid.NewString(), now+contract.LeaseDuration.Milliseconds()
+		leases[i] = &Leased{Token: b.LeaseToken, Device: p.Device, Batch: store.Batch{
+			ID: b.ID, Host: b.Host, RegistrationID: b.RegistrationID, Kind: b.Kind, Payload: b.Payload,
+			Members: b.Members, State: store.BatchPending, DueAt: b.DueAt, ExpiresAt: b.ExpiresAt,
+			LeaseUntil: b.LeaseUntil, Attempts: 1, ScheduledAt: now, CreatedAt: now,
+		}}
+	}
+	return leases
+}
+
+// joinsNone reports whether ev, once accepted, joins no open batch: an
+// alert with no coalescing window (a batch is joinable only while its due
+// time is after now) or a sealed one (coalesceAlert). Its send then reads
+// no open batch.
+func (a *Admission) joinsNone(ev *event) bool {
+	return ev.kind == contract.KindAlert && (a.coalesce == 0 || ev.n.Sealed())
 }
 
 // query is the second round trip of a send: the state of every

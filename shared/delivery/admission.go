@@ -54,10 +54,13 @@ type Admission struct {
 	clock     clock.Clock
 	counters  *obs.Counters
 	scheduler Scheduler
-	coalesce  int64 // milliseconds
-	budget    time.Duration
-	payloads  payloads
-	digest    *seal.DigestKey
+	// leaser is scheduler when it delivers in the request (Inline): a
+	// batch due at once is then leased with its insert (leaseOpened).
+	leaser   leaser
+	coalesce int64 // milliseconds
+	budget   time.Duration
+	payloads payloads
+	digest   *seal.DigestKey
 }
 
 // NewAdmission returns an Admission; it returns ErrBadOptions when a
@@ -72,7 +75,8 @@ func NewAdmission(o Options) (*Admission, error) {
 	if o.Budget < 0 {
 		return nil, fmt.Errorf("%w: Budget below zero", ErrBadOptions)
 	}
-	return &Admission{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler,
+	l, _ := o.Scheduler.(leaser)
+	return &Admission{store: o.Store, clock: o.Clock, counters: o.Counters, scheduler: o.Scheduler, leaser: l,
 		coalesce: o.Coalesce.Milliseconds(), budget: o.Budget, payloads: payloads{o.Keys}, digest: o.Digest}, nil
 }
 
@@ -81,6 +85,9 @@ func NewAdmission(o Options) (*Admission, error) {
 type due struct {
 	batchID, registrationID string
 	at                      int64
+	// leased, when set, is the batch as admission leased it, for the
+	// scheduler to deliver (leaser).
+	leased *Leased
 }
 
 // Send admits req from host (reference-behaviour §4.2 for every
@@ -167,7 +174,13 @@ func (a *Admission) schedule(ctx context.Context, batches []due) {
 	g.SetLimit(scheduleFanOut)
 	for _, b := range batches {
 		g.Go(func() error {
-			if err := a.scheduler.Schedule(ctx, b.batchID, b.registrationID, time.UnixMilli(b.at), ""); err != nil {
+			var err error
+			if b.leased != nil {
+				err = a.leaser.ScheduleLeased(ctx, *b.leased)
+			} else {
+				err = a.scheduler.Schedule(ctx, b.batchID, b.registrationID, time.UnixMilli(b.at), "")
+			}
+			if err != nil {
 				a.counters.Inc(obs.ScheduleFailed)
 			}
 			return nil

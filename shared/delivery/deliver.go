@@ -290,26 +290,35 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (c *claimed, held
 	}
 	b := cl.Batch
 	c = &claimed{batch: b, token: token, attempts: cl.Attempts, device: cl.Device, raised: b.Badge > 0}
+	c, err = d.open(ctx, db, c, cl.Fences, now)
+	return c, false, err
+}
+
+// open opens the members of c, a batch this call leased at now, and drops
+// those a dismissal fenced (fences, read with the lease); a batch left with
+// none ends as dismissed and hands on. It returns the batch to send now: c,
+// or the registration's next one it handed on to; nil when there is none.
+// db is the claim's context, not cut short by the request's budget.
+func (d *Deliverer) open(ctx, db context.Context, c *claimed, fences map[store.FenceKey]int64, now int64) (*claimed, error) {
+	b := c.batch
+	var err error
 	if c.members, err = d.payloads.decode(b.ID, b.RegistrationID, b.Payload, d.store.PlainMembers(b.CreatedAt, now)); err != nil {
 		switch {
 		case errors.Is(err, seal.ErrKeyNotHeld): // another instance may hold it (rotation.go)
-			next, err := d.leave(ctx, c)
-			return next, false, err
+			return d.leave(ctx, c)
 		case errors.Is(err, seal.ErrUnopenable):
-			next, err := d.unopenable(ctx, c)
-			return next, false, err
+			return d.unopenable(ctx, c)
 		}
-		return nil, false, err
+		return nil, err
 	}
-	kept, gone := withoutFenced(b.Host, c.members, cl.Fences)
+	kept, gone := withoutFenced(b.Host, c.members, fences)
 	switch {
 	case len(kept) == 0:
-		next, err := d.finish(ctx, c, store.BatchDismissed, "")
-		return next, false, err
+		return d.finish(ctx, c, store.BatchDismissed, "")
 	case len(gone) > 0:
 		payload := d.payloads.encode(b.ID, b.RegistrationID, kept)
-		if err := d.store.SetLeasedMembers(db, b.ID, token, b.RegistrationID, payload, len(kept), gone, now); err != nil {
-			return nil, false, fmt.Errorf("claim: %w", err)
+		if err := d.store.SetLeasedMembers(db, b.ID, c.token, b.RegistrationID, payload, len(kept), gone, now); err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
 		}
 		c.members = kept
 		if c.raised {
@@ -317,12 +326,62 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (c *claimed, held
 			// push carries the count as it now stands.
 			dev, err := d.store.Device(db, b.RegistrationID)
 			if err != nil && !errors.Is(err, store.ErrNoRow) {
-				return nil, false, fmt.Errorf("claim: %w", err)
+				return nil, fmt.Errorf("claim: %w", err)
 			}
 			c.device.Badged, c.device.Badge = dev.Badged, dev.Badge
 		}
 	}
-	return c, false, nil
+	return c, nil
+}
+
+// Leased is a batch that admission leased with its insert
+// (store.NewBatch.LeaseToken), for Inline to deliver in the same request:
+// the claim a delivery would make was made in the send's transaction, under
+// the host lock, with the same rules (due, unexpired, the registration's
+// only batch in flight, its members past the dismissal fences).
+type Leased struct {
+	// Batch is the batch as inserted, its first attempt counted.
+	Batch store.Batch
+	// Token is the lease's token.
+	Token string
+	// Device is the registration as the send found it.
+	Device store.Device
+}
+
+// DeliverLeased sends l, a batch admission leased, and records the outcome;
+// then it hands on as Deliver does. It returns an error only when the
+// database failed, as Deliver does; the lease then keeps a second delivery
+// off the batch until it runs out and the sweep hands it to a task.
+func (d *Deliverer) DeliverLeased(ctx context.Context, l Leased) error {
+	ctx, cancel := context.WithTimeout(ctx, ChainBudget)
+	defer cancel()
+	db, cancelDB := recording(ctx)
+	c, err := d.open(ctx, db, &claimed{batch: l.Batch, token: l.Token, attempts: l.Batch.Attempts, device: l.Device},
+		nil, d.clock.Now().UnixMilli())
+	cancelDB()
+	for err == nil && c != nil {
+		c, err = d.deliver(ctx, c)
+	}
+	return err
+}
+
+// ReleaseLeased gives back the lease admission took for l, when the
+// request's budget ran out before its delivery could start: the batch is
+// pending and due now again, its attempt not counted, for the caller to
+// schedule; the batches the lease held back are woken through the
+// Deliverer's scheduler, as a release does (leave). It reports whether it
+// gave the lease back; an error means the database failed, and the lease
+// then runs out on its own, as a crashed delivery's does.
+func (d *Deliverer) ReleaseLeased(ctx context.Context, l Leased) (bool, error) {
+	rec, cancel := recording(ctx)
+	defer cancel()
+	now := d.clock.Now().UnixMilli()
+	released, next, err := d.store.ReleaseBatch(rec, l.Batch.ID, l.Batch.RegistrationID, l.Token, now, now)
+	if err != nil {
+		return false, fmt.Errorf("release leased: %w", err)
+	}
+	d.wake(rec, l.Batch.RegistrationID, next, now, l.Token)
+	return released, nil
 }
 
 // withoutFenced returns the members no dismissal fence covers, and the event
@@ -362,7 +421,7 @@ func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchSta
 	rec, cancel := recording(ctx)
 	defer cancel()
 	now := d.clock.Now().UnixMilli()
-	ended, next, err := d.store.EndLeasedBatch(rec, c.batch.ID, c.batch.RegistrationID, c.token, state, reason, now)
+	ended, next, err := d.store.EndLeasedBatch(rec, c.batch.ID, c.batch.Host, c.batch.RegistrationID, c.token, state, reason, now)
 	if err != nil {
 		return nil, fmt.Errorf("finish: %w", err)
 	}

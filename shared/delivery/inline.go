@@ -65,3 +65,32 @@ func (s *Inline) Schedule(ctx context.Context, batchID, registrationID string, a
 	}
 	return nil
 }
+
+// ScheduleLeased delivers l, a batch admission leased with its insert, when
+// ctx's budget has not run out; otherwise, or when the delivery fails (the
+// database), it gives the lease back and hands the batch to the next
+// scheduler, due now. A lease it could not give back runs out on its own
+// and the sweep hands the batch to a task (lostGrace), as for a delivery
+// whose process died.
+func (s *Inline) ScheduleLeased(ctx context.Context, l Leased) error {
+	if ctx.Err() == nil {
+		if err := s.deliverer.DeliverLeased(ctx, l); err == nil {
+			return nil
+		}
+		// The batch may be anywhere between leased and ended: its lease
+		// (or its end) stands, and the task finds what is left to do once
+		// the lease runs out.
+		return s.next.Schedule(context.WithoutCancel(ctx), l.Batch.ID, l.Batch.RegistrationID, s.clock.Now(), "")
+	}
+	released, err := s.deliverer.ReleaseLeased(ctx, l)
+	if err != nil || !released {
+		return err
+	}
+	return s.next.Schedule(context.WithoutCancel(ctx), l.Batch.ID, l.Batch.RegistrationID, s.clock.Now(), "")
+}
+
+// leaser is a Scheduler that takes batches admission leased with their
+// insert: Inline.
+type leaser interface {
+	ScheduleLeased(ctx context.Context, l Leased) error
+}

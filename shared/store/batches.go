@@ -43,6 +43,18 @@ type NewBatch struct {
 	// epoch milliseconds.
 	DueAt     int64
 	ExpiresAt int64
+	// LeaseToken, when set, leases the batch at its admission to the
+	// delivery that sends it in the same request (delivery.Inline) until
+	// LeaseUntil, its first attempt counted: the claim is made with the
+	// insert instead of in a transaction of its own. Only a batch due at
+	// once, of a registration with no other batch in flight
+	// (Pending.LeasedUntil), may be leased so.
+	LeaseToken string
+	LeaseUntil int64
+	// HeldAt, when set, marks the batch held back as a claim does
+	// (ClaimBatch): another batch of its registration is in flight, and
+	// its holder hands on to this one when it ends.
+	HeldAt int64
 }
 
 // InsertBatch stores b as a pending batch created at now and returns its
@@ -63,7 +75,7 @@ func (t *Tx) InsertBatches(ctx context.Context, bs []NewBatch, now int64) ([]str
 	if len(bs) == 0 {
 		return nil, nil
 	}
-	const cols = 9
+	const cols = 13
 	ids := make([]string, len(bs))
 	args := make([]any, 0, cols*len(bs))
 	var values strings.Builder
@@ -75,13 +87,21 @@ func (t *Tx) InsertBatches(ctx context.Context, bs []NewBatch, now int64) ([]str
 			values.WriteString(", ")
 		}
 		n := i*cols + 1
-		fmt.Fprintf(&values, "($%d, $%d, $%d, $%d, $%d, $%d, 'pending', $%d, $%d, $%d, $%d)",
-			n, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+8)
-		args = append(args, ids[i], b.Host, b.RegistrationID, string(b.Kind), b.Payload, b.Members, b.DueAt, b.ExpiresAt, now)
+		fmt.Fprintf(&values, "($%d, $%d, $%d, $%d, $%d, $%d, 'pending', $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)",
+			n, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+8, n+9, n+10, n+11, n+12)
+		var (
+			token    *string
+			attempts int
+		)
+		if b.LeaseToken != "" {
+			token, attempts = &b.LeaseToken, 1
+		}
+		args = append(args, ids[i], b.Host, b.RegistrationID, string(b.Kind), b.Payload, b.Members,
+			b.DueAt, b.ExpiresAt, now, token, b.LeaseUntil, attempts, b.HeldAt)
 	}
 	err := t.later(ctx, "insert batches", `INSERT INTO push_delivery_batches
 		(batch_id, host_fingerprint, registration_id, kind, payload_json, members, state,
-		 due_at, expires_at, scheduled_at, created_at)
+		 due_at, expires_at, scheduled_at, created_at, lease_token, lease_until, attempts, held_at)
 		VALUES `+values.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("insert batches: %w", err)

@@ -100,7 +100,7 @@ func TestEndLeasedBatch(t *testing.T) {
 						Kind: contract.KindAlert, Payload: `[1]`, Members: 1, DueAt: fixtureNow, ExpiresAt: 60_000}, 1000)
 					return err
 				})
-				ended, woken, err := f.s.EndLeasedBatch(ctx, f.held, f.reg, "holder", store.BatchSent, "", fixtureNow)
+				ended, woken, err := f.s.EndLeasedBatch(ctx, f.held, "hostA", f.reg, "holder", store.BatchSent, "", fixtureNow)
 				if err != nil || !ended {
 					t.Fatalf("EndLeasedBatch = %v, %v, want ended", ended, err)
 				}
@@ -121,7 +121,7 @@ func TestEndLeasedBatch(t *testing.T) {
 			t.Run("stale holder", func(t *testing.T) {
 				f := mustLeaseFixture(t, d)
 				before := f.snapshot(t)
-				ended, woken, err := f.s.EndLeasedBatch(ctx, f.held, f.reg, "stale", store.BatchSent, "", fixtureNow)
+				ended, woken, err := f.s.EndLeasedBatch(ctx, f.held, "hostA", f.reg, "stale", store.BatchSent, "", fixtureNow)
 				if err != nil || ended || len(woken) != 0 {
 					t.Fatalf("EndLeasedBatch(stale token) = %v, %v, %v, want nothing ended or woken", ended, woken, err)
 				}

@@ -823,7 +823,7 @@ func TestOutcomesShareTransactions(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := s.EndLeasedBatch(ctx, held[0], regs[0], "holder", store.BatchSent, "", fixtureNow)
+		_, _, err := s.EndLeasedBatch(ctx, held[0], "hostA", regs[0], "holder", store.BatchSent, "", fixtureNow)
 		first <- err
 	}()
 	storetest.WaitFor(t, func() bool {
@@ -837,7 +837,7 @@ func TestOutcomesShareTransactions(t *testing.T) {
 	for i := range 2 {
 		fns = append(fns, func() error {
 			var err error
-			ended[i], woken[i], err = s.EndLeasedBatch(ctx, held[i+1], regs[i+1], "holder", store.BatchSent, "", fixtureNow)
+			ended[i], woken[i], err = s.EndLeasedBatch(ctx, held[i+1], []string{"hostB", "hostC"}[i], regs[i+1], "holder", store.BatchSent, "", fixtureNow)
 			return err
 		})
 	}

@@ -25,8 +25,8 @@ import (
 // back by a lease the end had already released, with no one left to hand it
 // on until the sweep.) On SQLite every write is serialised already.
 
-// EndLeasedBatch ends batch id of registration registrationID, leased to
-// token, in state with reason, clearing its payload; and in the same
+// EndLeasedBatch ends batch id of host's registration registrationID,
+// leased to token, in state with reason, clearing its payload; and in the same
 // statement it takes the registration's other batches that a claim found
 // held back (holdBack) and that are pending, due, unleased and unexpired at
 // now, marking them scheduled at now, and returns
@@ -35,14 +35,15 @@ import (
 // soon as the lease ends. It reports whether it ended the batch. A stale
 // holder, whose lease ran out and was taken over, changes nothing and
 // returns nothing: the new holder records the outcome and hands on. The
-// lease token fences it, and on PostgreSQL it runs under the batch's host
-// lock (see above) in one round trip (BEGIN, the lock, the statement and
+// lease token fences it, and on PostgreSQL it runs under the host's lock
+// (see above; the caller names the host, read with the batch, which spares
+// the lock statement reading the batch's row) in one round trip (BEGIN, the lock, the statement and
 // COMMIT). A batch that ends in any state but sent gives its badge raise
 // back in the same transaction and round trip (giveBackLeased), before
 // the hand-on's claim of the next batch reads the count; under load, outcomes that arrive together share one transaction
 // and round trip (group commit, see SharedHostTx). On SQLite it is one
 // statement.
-func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
+func (s *Store) EndLeasedBatch(ctx context.Context, id, host, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
 	var (
 		ended bool
 		woken []string
@@ -64,8 +65,8 @@ func (s *Store) EndLeasedBatch(ctx context.Context, id, registrationID, token st
 	case s.outcomes == nil:
 		err = s.Tx(ctx, fn) // the give-back and the end together
 	default:
-		alone := func(wait string) error { return s.transact(ctx, lockOn{batch: id, wait: wait}, fn) }
-		err = s.outcomes.do(&groupCall{ctx: ctx, on: lockOn{batch: id}, fn: fn, alone: alone})
+		alone := func(wait string) error { return s.transact(ctx, lockOn{host: host, wait: wait}, fn) }
+		err = s.outcomes.do(&groupCall{ctx: ctx, on: lockOn{host: host}, fn: fn, alone: alone})
 	}
 	return ended, woken, err
 }

@@ -56,6 +56,15 @@ type Pending struct {
 	// Cancellable counts, for a dismissal, the registration's unleased
 	// pending alert batches, which may hold alerts it cancels.
 	Cancellable int
+	// Device is the registration as the recipient found it (live, the
+	// host's): what a delivery leased at admission sends to
+	// (NewBatch.LeaseToken).
+	Device Device
+	// LeasedUntil is the latest live lease of the registration's pending
+	// batches, 0 when none is in flight: a new batch due now may be
+	// leased at admission only then (one delivery per registration in
+	// flight).
+	LeasedUntil int64
 }
 
 // AddRecipient records r at now unless the pair is already recorded, the
@@ -67,7 +76,7 @@ type Pending struct {
 // fewer.
 func (t *Tx) AddRecipient(ctx context.Context, r Recipient, now int64) (bool, Pending, error) {
 	s := addRecipientStmt(r, now)
-	return scanAddedRecipient(t.r.queryRow(ctx, s.query, s.args...))
+	return scanAddedRecipient(t.r.queryRow(ctx, s.query, s.args...), r.RegistrationID, r.Host)
 }
 
 // addRecipientStmt is AddRecipient's statement.
@@ -100,14 +109,20 @@ func addRecipientStmt(r Recipient, now int64) statement {
 			(SELECT expires_at FROM open_batch),
 			CASE WHEN $8 = 'dismiss' THEN (SELECT COUNT(*) FROM push_delivery_batches
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending'
-					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END`,
+					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END,
+			(SELECT token FROM push_devices WHERE registration_id = $2),
+			(SELECT platform FROM push_devices WHERE registration_id = $2),
+			(SELECT apns_environment FROM push_devices WHERE registration_id = $2),
+			(SELECT badge_count FROM push_devices WHERE registration_id = $2),
+			(SELECT MAX(lease_until) FROM push_delivery_batches
+				WHERE registration_id = $2 AND state = 'pending' AND lease_until > $3)`,
 		args: []any{r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq,
 			string(r.Kind), r.Fingerprint, r.BatchID, r.FormerFingerprint}}
 }
 
 // scanAddedRecipient reads AddRecipient's row, which is there only when
 // the recipient was recorded.
-func scanAddedRecipient(row scanner) (bool, Pending, error) {
+func scanAddedRecipient(row scanner, registrationID, host string) (bool, Pending, error) {
 	var p pendingRow
 	err := row.Scan(p.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -116,7 +131,7 @@ func scanAddedRecipient(row scanner) (bool, Pending, error) {
 	if err != nil {
 		return false, Pending{}, fmt.Errorf("add recipient: %w", err)
 	}
-	return true, p.pending(), nil
+	return true, p.pending(registrationID, host), nil
 }
 
 // pendingRow is what AddRecipient's statement reads of the event and the
@@ -125,15 +140,21 @@ type pendingRow struct {
 	deadline, cancellable     int64
 	id, payload               sql.NullString
 	members, dueAt, expiresAt sql.NullInt64
+	token, platform, env      sql.NullString
+	badge, leasedUntil        sql.NullInt64
 }
 
 // dest returns the scan destinations, in the statement's column order.
 func (r *pendingRow) dest() []any {
-	return []any{&r.deadline, &r.id, &r.payload, &r.members, &r.dueAt, &r.expiresAt, &r.cancellable}
+	return []any{&r.deadline, &r.id, &r.payload, &r.members, &r.dueAt, &r.expiresAt, &r.cancellable,
+		&r.token, &r.platform, &r.env, &r.badge, &r.leasedUntil}
 }
 
-func (r *pendingRow) pending() Pending {
-	p := Pending{Deadline: r.deadline, Cancellable: int(r.cancellable)}
+func (r *pendingRow) pending(registrationID, host string) Pending {
+	p := Pending{Deadline: r.deadline, Cancellable: int(r.cancellable), LeasedUntil: r.leasedUntil.Int64,
+		Device: Device{RegistrationID: registrationID, HostFingerprint: host, Token: r.token.String,
+			Platform: contract.Platform(r.platform.String), APNSEnvironment: contract.APNSEnvironment(r.env.String),
+			Badged: r.badge.Valid, Badge: r.badge.Int64}}
 	if r.id.Valid {
 		p.Open = OpenBatch{ID: r.id.String, Payload: r.payload.String, Members: int(r.members.Int64),
 			DueAt: r.dueAt.Int64, ExpiresAt: r.expiresAt.Int64}

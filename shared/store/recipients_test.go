@@ -86,6 +86,14 @@ func TestAddRecipient(t *testing.T) {
 				}
 				if tt.added {
 					tt.pending.Deadline = 9000
+					// The recipient reads the registration a delivery
+					// leased at admission sends to.
+					dev, err := s.Device(ctx, reg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dev.DeviceID = ""
+					tt.pending.Device = dev
 				}
 				var added bool
 				var p store.Pending

@@ -25,6 +25,10 @@ type SendStart struct {
 	// host, kind, content fingerprint and fence.
 	Add        bool
 	Recipients []Recipient
+	// NoJoin, for an alert that joins no batch (no coalescing window, or
+	// a sealed alert), spares PostgreSQL reading each registration's open
+	// batch: Pending.Open is then empty.
+	NoJoin bool
 }
 
 // SendStarted is what the first round trip found.
@@ -87,7 +91,8 @@ func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted
 		out.Added, out.Pending = make([]bool, len(s.Recipients)), make([]Pending, len(s.Recipients))
 		for i := range s.Recipients {
 			var err error
-			if out.Added[i], out.Pending[i], err = scanAddedRecipient(res.row()); err != nil {
+			r := s.Recipients[i]
+			if out.Added[i], out.Pending[i], err = scanAddedRecipient(res.row(), r.RegistrationID, r.Host); err != nil {
 				return err
 			}
 		}
@@ -138,7 +143,7 @@ func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendSta
 		if i < 0 {
 			return SendStarted{}, errors.New("start send: unexpected registration in the answer")
 		}
-		out.Added[i], out.Pending[i] = true, p.pending()
+		out.Added[i], out.Pending[i] = true, p.pending(reg.String, s.Event.Host)
 	}
 	if err := rows.Err(); err != nil {
 		return SendStarted{}, fmt.Errorf("start send: %w", err)
@@ -184,8 +189,11 @@ func startSendStmt(s SendStart, now int64) statement {
 	}
 	e := s.Event
 	query := startSendAlert
-	if e.Kind == contract.KindDismiss {
+	switch {
+	case e.Kind == contract.KindDismiss:
 		query = startSendDismiss
+	case s.NoJoin:
+		query = startSendAlone
 	}
 	return statement{op: "start send", query: query,
 		args: []any{e.ID, now, e.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(e.Kind),
@@ -228,22 +236,34 @@ const (
 			RETURNING registration_id)
 		SELECT CAST(NULL AS TEXT), (SELECT expires_at FROM session), CAST(0 AS BIGINT),
 			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
-			CAST(NULL AS BIGINT), CAST(0 AS BIGINT)
+			CAST(NULL AS BIGINT), CAST(0 AS BIGINT),
+			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT)
 		UNION ALL
 		`
 	startSendAlert = startSendCommon + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
-			o.batch_id, o.payload_json, o.members, o.due_at, o.expires_at, CAST(0 AS BIGINT)
-		FROM added a LEFT JOIN LATERAL (
+			o.batch_id, o.payload_json, o.members, o.due_at, o.expires_at, CAST(0 AS BIGINT),
+			d.token, d.platform, d.apns_environment, d.badge_count, ` + siblingLease + `
+		FROM added a JOIN push_devices d ON d.registration_id = a.registration_id LEFT JOIN LATERAL (
 			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
 			WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
 				AND kind = 'alert' AND attempts = 0 AND due_at > $2 AND expires_at > $2
 			ORDER BY created_at DESC, batch_id DESC LIMIT 1) o ON TRUE`
+	startSendAlone = startSendCommon + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
+			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT),
+			CAST(0 AS BIGINT), d.token, d.platform, d.apns_environment, d.badge_count, ` + siblingLease + `
+		FROM added a JOIN push_devices d ON d.registration_id = a.registration_id`
 	startSendDismiss = startSendCommon + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
 			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT),
 			(SELECT COUNT(*) FROM push_delivery_batches
 				WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
-					AND kind = 'alert' AND lease_until <= $2)
-		FROM added a`
+					AND kind = 'alert' AND lease_until <= $2),
+			d.token, d.platform, d.apns_environment, d.badge_count, ` + siblingLease + `
+		FROM added a JOIN push_devices d ON d.registration_id = a.registration_id`
+	// siblingLease is the latest live lease of the registration's pending
+	// batches at $2: a new batch due now is leased at admission only when
+	// there is none (see Pending.LeasedUntil).
+	siblingLease = `(SELECT MAX(s.lease_until) FROM push_delivery_batches s
+			WHERE s.registration_id = a.registration_id AND s.state = 'pending' AND s.lease_until > $2)`
 )
 
 // SendQuery is the second round trip of a send, made only when the first
