@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -380,6 +381,8 @@ func (d *Deliverer) ReleaseLeased(ctx context.Context, l Leased) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("release leased: %w", err)
 	}
+	// The batch itself is due again now: the caller schedules it.
+	next = slices.DeleteFunc(next, func(id string) bool { return id == l.Batch.ID })
 	d.wake(rec, l.Batch.RegistrationID, next, now, l.Token)
 	return released, nil
 }
