@@ -165,7 +165,7 @@ func (a *Admission) leaseOpened(out *outcome, recipients []store.Recipient, st s
 			continue
 		}
 		p := st.Pending[j]
-		if p.LeasedUntil > now {
+		if p.InFlight {
 			b.HeldAt = now
 			continue
 		}

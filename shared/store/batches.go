@@ -48,7 +48,7 @@ type NewBatch struct {
 	// LeaseUntil, its first attempt counted: the claim is made with the
 	// insert instead of in a transaction of its own. Only a batch due at
 	// once, of a registration with no other batch in flight
-	// (Pending.LeasedUntil), may be leased so.
+	// (Pending.InFlight), may be leased so.
 	LeaseToken string
 	LeaseUntil int64
 	// HeldAt, when set, marks the batch held back as a claim does

@@ -60,11 +60,10 @@ type Pending struct {
 	// host's): what a delivery leased at admission sends to
 	// (NewBatch.LeaseToken).
 	Device Device
-	// LeasedUntil is the latest live lease of the registration's pending
-	// batches, 0 when none is in flight: a new batch due now may be
-	// leased at admission only then (one delivery per registration in
-	// flight).
-	LeasedUntil int64
+	// InFlight reports whether a pending batch of the registration holds
+	// a live lease: a new batch due now may be leased at admission only
+	// when none does (one delivery per registration in flight).
+	InFlight bool
 }
 
 // AddRecipient records r at now unless the pair is already recorded, the
@@ -114,7 +113,7 @@ func addRecipientStmt(r Recipient, now int64) statement {
 			(SELECT platform FROM push_devices WHERE registration_id = $2),
 			(SELECT apns_environment FROM push_devices WHERE registration_id = $2),
 			(SELECT badge_count FROM push_devices WHERE registration_id = $2),
-			(SELECT MAX(lease_until) FROM push_delivery_batches
+			EXISTS (SELECT 1 FROM push_delivery_batches
 				WHERE registration_id = $2 AND state = 'pending' AND lease_until > $3)`,
 		args: []any{r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq,
 			string(r.Kind), r.Fingerprint, r.BatchID, r.FormerFingerprint}}
@@ -141,17 +140,18 @@ type pendingRow struct {
 	id, payload               sql.NullString
 	members, dueAt, expiresAt sql.NullInt64
 	token, platform, env      sql.NullString
-	badge, leasedUntil        sql.NullInt64
+	badge                     sql.NullInt64
+	inFlight                  bool
 }
 
 // dest returns the scan destinations, in the statement's column order.
 func (r *pendingRow) dest() []any {
 	return []any{&r.deadline, &r.id, &r.payload, &r.members, &r.dueAt, &r.expiresAt, &r.cancellable,
-		&r.token, &r.platform, &r.env, &r.badge, &r.leasedUntil}
+		&r.token, &r.platform, &r.env, &r.badge, &r.inFlight}
 }
 
 func (r *pendingRow) pending(registrationID, host string) Pending {
-	p := Pending{Deadline: r.deadline, Cancellable: int(r.cancellable), LeasedUntil: r.leasedUntil.Int64,
+	p := Pending{Deadline: r.deadline, Cancellable: int(r.cancellable), InFlight: r.inFlight,
 		Device: Device{RegistrationID: registrationID, HostFingerprint: host, Token: r.token.String,
 			Platform: contract.Platform(r.platform.String), APNSEnvironment: contract.APNSEnvironment(r.env.String),
 			Badged: r.badge.Valid, Badge: r.badge.Int64}}

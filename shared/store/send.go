@@ -237,7 +237,7 @@ const (
 		SELECT CAST(NULL AS TEXT), (SELECT expires_at FROM session), CAST(0 AS BIGINT),
 			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
 			CAST(NULL AS BIGINT), CAST(0 AS BIGINT),
-			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT)
+			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), FALSE
 		UNION ALL
 		`
 	startSendAlert = startSendCommon + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
@@ -259,10 +259,11 @@ const (
 					AND kind = 'alert' AND lease_until <= $2),
 			d.token, d.platform, d.apns_environment, d.badge_count, ` + siblingLease + `
 		FROM added a JOIN push_devices d ON d.registration_id = a.registration_id`
-	// siblingLease is the latest live lease of the registration's pending
-	// batches at $2: a new batch due now is leased at admission only when
-	// there is none (see Pending.LeasedUntil).
-	siblingLease = `(SELECT MAX(s.lease_until) FROM push_delivery_batches s
+	// siblingLease tells whether a pending batch of the registration holds
+	// a live lease at $2: a new batch due now is leased at admission only
+	// when none does (see Pending.InFlight). EXISTS and not the latest
+	// lease: no aggregate to start.
+	siblingLease = `EXISTS (SELECT 1 FROM push_delivery_batches s
 			WHERE s.registration_id = a.registration_id AND s.state = 'pending' AND s.lease_until > $2)`
 )
 
