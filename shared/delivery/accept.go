@@ -20,6 +20,9 @@ type outcome struct {
 	due []due
 	// opened lists the batches to insert, in one statement at the end.
 	opened []store.NewBatch
+	// joined lists the open batches joined, updated in one statement at
+	// the end.
+	joined []store.Join
 }
 
 // open records b to be inserted; accept inserts every opened batch at once
@@ -45,7 +48,7 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	// A passed expiresAt makes any deadline pass, new or stored (the
 	// stored one is at most the same expiresAt, or the content differs).
 	add := ev.deadline > now && !overflow
-	start := store.SendStart{TokenHash: tokenHash, Add: add, NoJoin: a.joinsNone(ev), Event: store.NewEvent{
+	start := store.SendStart{TokenHash: tokenHash, Add: add, NoJoin: a.joinsNone(ev), Lease: a.leases(ev), Event: store.NewEvent{
 		ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, FormerFingerprint: ev.former, RegistrationIDs: regs,
 		Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
 	}}
@@ -54,7 +57,7 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	for _, reg := range regs {
 		start.Recipients = append(start.Recipients, store.Recipient{EventID: ev.id, RegistrationID: reg,
 			Host: ev.host, Fingerprint: ev.fingerprint, FormerFingerprint: ev.former, Kind: ev.kind, Fence: ev.fenceOf(),
-			BatchID: uuid.NewString()})
+			BatchID: uuid.NewString(), Joins: ev.kind == contract.KindAlert && !a.joinsNone(ev)})
 	}
 	st, err := tx.StartSend(ctx, start, now)
 	if err != nil {
@@ -124,8 +127,11 @@ func (a *Admission) place(ctx context.Context, tx *store.Tx, ev *event, recipien
 			return err
 		}
 	}
+	if err := tx.JoinBatches(ctx, out.joined); err != nil {
+		return err
+	}
 	var leases []*Leased
-	if a.leaser != nil {
+	if a.leases(ev) {
 		leases = a.leaseOpened(out, recipients, st, added, now)
 	}
 	ids, err := tx.InsertBatches(ctx, out.opened, now)
@@ -177,6 +183,15 @@ func (a *Admission) leaseOpened(out *outcome, recipients []store.Recipient, st s
 		}}
 	}
 	return leases
+}
+
+// leases reports whether a batch ev opens may be leased with its insert
+// (leaseOpened): the scheduler delivers in the request (Inline) and the
+// batch is due at once, as a dismissal's and an alert's that joins none
+// are. An alert with a window whose deadline leaves no room for it is due
+// at once too, and goes the way of any other batch (its claim).
+func (a *Admission) leases(ev *event) bool {
+	return a.leaser != nil && (ev.kind == contract.KindDismiss || a.joinsNone(ev))
 }
 
 // joinsNone reports whether ev, once accepted, joins no open batch: an

@@ -24,8 +24,9 @@ import (
 // time is after now (store.OpenBatch), also with a window of 0 and a clock
 // that has not moved.
 //
-// The recipient r was recorded with the batch it opens; when it joins the
-// open batch instead, it moves there.
+// The recipient r was recorded with the open batch when there was one
+// (store.Recipient.Joins), and with the batch it opens otherwise; when it
+// does not join the open batch after all, it moves to the one it opens.
 func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, r store.Recipient,
 	open store.OpenBatch, deadline, now int64, out *outcome) error {
 	window := a.coalesce
@@ -38,12 +39,16 @@ func (a *Admission) coalesceAlert(ctx context.Context, tx *store.Tx, ev *event, 
 			return err
 		}
 		if ok {
-			if err := tx.JoinBatch(ctx, open.ID, payload, members, min(open.ExpiresAt, deadline)); err != nil {
-				return err
-			}
-			return tx.MoveRecipient(ctx, ev.id, r.RegistrationID, open.ID)
+			// The recipient was recorded with the open batch (r.Joins);
+			// place updates every batch joined at once.
+			out.joined = append(out.joined, store.Join{ID: open.ID, Payload: payload, Members: members,
+				ExpiresAt: min(open.ExpiresAt, deadline)})
+			return nil
 		}
 		if err := tx.MakeDue(ctx, open.ID, now); err != nil {
+			return err
+		}
+		if err := tx.MoveRecipient(ctx, ev.id, r.RegistrationID, r.BatchID); err != nil {
 			return err
 		}
 		out.due = append(out.due, due{batchID: open.ID, registrationID: r.RegistrationID, at: now})

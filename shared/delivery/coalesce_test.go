@@ -209,3 +209,39 @@ func seqs(members []contract.Notification) []int64 {
 	}
 	return out
 }
+
+// TestJoinsOfOneSend: a send to three phones that each have an open batch
+// joins all three (in one statement on PostgreSQL, store.Tx.JoinBatches):
+// each batch holds both alerts, keeps its due time and takes the joining
+// alert's earlier deadline.
+func TestJoinsOfOneSend(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := mustEnv(t, d)
+			regs := []string{e.device(t, "hostA", "a"), e.device(t, "hostA", "b"), e.device(t, "hostA", "c")}
+			t0 := e.now()
+			e.mustSend(t, contract.StatusQueued, "hostA", alert("n1", 1), regs...)
+			opened := e.sched.take()
+			if len(opened) != 3 {
+				t.Fatalf("scheduled %v, want three batches", opened)
+			}
+			e.clock.Advance(time.Second)
+			second := alert("n2", 2)
+			second.ExpiresAt = e.now() + 20_000
+			e.mustSend(t, contract.StatusQueued, "hostA", second, regs...)
+			if calls := e.sched.take(); len(calls) != 0 {
+				t.Fatalf("the joins scheduled %v, want nothing", calls)
+			}
+			for _, c := range opened {
+				b := e.batch(t, c.BatchID)
+				if b.Members != 2 || b.DueAt != t0+window || b.ExpiresAt != second.ExpiresAt {
+					t.Errorf("batch %s: %d members, due t0+%d, expires %d; want 2, t0+%d, %d",
+						b.ID, b.Members, b.DueAt-t0, b.ExpiresAt, window, second.ExpiresAt)
+				}
+				if diff := cmp.Diff([]int64{1, 2}, seqs(e.members(t, b.ID))); diff != "" {
+					t.Errorf("batch %s seqs (-want +got):\n%s", b.ID, diff)
+				}
+			}
+		})
+	}
+}

@@ -25,7 +25,14 @@ type migration struct {
 	version    int64
 	name       string
 	statements []string
+	// postgresOnly marks a migration whose file begins with the line
+	// "-- postgres only": SQLite records its version and runs none of it
+	// (a storage setting SQLite has no form of).
+	postgresOnly bool
 }
+
+// postgresOnlyMark is the first line of a migration only PostgreSQL runs.
+const postgresOnlyMark = "-- postgres only\n"
 
 // migrations parses the embedded files once.
 var migrations = sync.OnceValue(func() []migration {
@@ -45,7 +52,8 @@ var migrations = sync.OnceValue(func() []migration {
 		if err != nil {
 			panic(err)
 		}
-		out = append(out, migration{version: v, name: base, statements: splitStatements(string(text))})
+		out = append(out, migration{version: v, name: base, statements: splitStatements(string(text)),
+			postgresOnly: strings.HasPrefix(string(text), postgresOnlyMark)})
 	}
 	return out
 })
@@ -142,9 +150,11 @@ func (s *Store) applyMigration(ctx context.Context, conn *sql.Conn, m migration)
 	if n > 0 {
 		return nil
 	}
-	for _, stmt := range m.statements {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return err
+	if _, pg := s.dialect.(postgresDialect); pg || !m.postgresOnly {
+		for _, stmt := range m.statements {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO push_schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {

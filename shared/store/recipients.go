@@ -30,9 +30,13 @@ type Recipient struct {
 	// table: ≤ is dropped at acceptance). Nil for anything else.
 	Fence *Fence
 	// BatchID is the batch the recipient opens if it joins none: its
-	// receipt follows that batch ([Tx.JoinRecipients] moves it to the
-	// batch it joins).
+	// receipt follows that batch.
 	BatchID string
+	// Joins, for an alert that may join the registration's open batch,
+	// records the recipient with that batch when there is one
+	// (Pending.Open): admission then moves it (Tx.MoveRecipient) to
+	// BatchID only when it does not join after all.
+	Joins bool
 }
 
 // OpenBatch is a registration's pending alert batch that a new alert may
@@ -84,6 +88,10 @@ func addRecipientStmt(r Recipient, now int64) statement {
 	if r.Fence != nil {
 		fence = *r.Fence
 	}
+	joins := 0
+	if r.Joins {
+		joins = 1
+	}
 	// An empty notification id matches no fence: a dismissal always has one.
 	return statement{op: "add recipient", query: `WITH open_batch AS (
 			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
@@ -91,7 +99,7 @@ func addRecipientStmt(r Recipient, now int64) statement {
 				AND attempts = 0 AND due_at > $3 AND expires_at > $3
 			ORDER BY created_at DESC, batch_id DESC LIMIT 1)
 		INSERT INTO push_event_recipients (event_id, registration_id, created_at, batch_id, ordinal)
-		SELECT $1, $2, CAST($3 AS BIGINT), $10,
+		SELECT $1, $2, CAST($3 AS BIGINT), COALESCE((SELECT batch_id FROM open_batch WHERE $12 = 1), $10),
 			(SELECT COALESCE(MAX(ordinal), 0) + 1 FROM push_event_recipients WHERE event_id = $1)
 		WHERE EXISTS (SELECT 1 FROM push_devices
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND dead_at IS NULL)
@@ -116,7 +124,7 @@ func addRecipientStmt(r Recipient, now int64) statement {
 			EXISTS (SELECT 1 FROM push_delivery_batches
 				WHERE registration_id = $2 AND state = 'pending' AND lease_until > $3)`,
 		args: []any{r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq,
-			string(r.Kind), r.Fingerprint, r.BatchID, r.FormerFingerprint}}
+			string(r.Kind), r.Fingerprint, r.BatchID, r.FormerFingerprint, joins}}
 }
 
 // scanAddedRecipient reads AddRecipient's row, which is there only when

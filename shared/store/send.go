@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"onorca.dev/push/shared/contract"
 )
@@ -29,6 +30,12 @@ type SendStart struct {
 	// a sealed alert), spares PostgreSQL reading each registration's open
 	// batch: Pending.Open is then empty.
 	NoJoin bool
+	// Lease makes PostgreSQL read, with each recipient, what a lease at
+	// admission needs (Pending.Device, Pending.InFlight): set when the
+	// send may open a batch due at once that its request delivers
+	// (delivery.Inline). Without it both are empty there; SQLite reads
+	// them always.
+	Lease bool
 }
 
 // SendStarted is what the first round trip found.
@@ -188,13 +195,7 @@ func startSendStmt(s SendStart, now int64) statement {
 		regs[i], batches[i] = r.RegistrationID, r.BatchID
 	}
 	e := s.Event
-	query := startSendAlert
-	switch {
-	case e.Kind == contract.KindDismiss:
-		query = startSendDismiss
-	case s.NoJoin:
-		query = startSendAlone
-	}
+	query := startSendTexts[[3]bool{e.Kind == contract.KindDismiss, s.NoJoin, s.Lease}]
 	return statement{op: "start send", query: query,
 		args: []any{e.ID, now, e.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(e.Kind),
 			e.Fingerprint, regs, s.TokenHash, e.Deadline, e.QuotaSince, e.Quota, batches, e.FormerFingerprint}}
@@ -223,7 +224,7 @@ const (
 			UNION ALL SELECT fingerprint, expires_at FROM push_events WHERE event_id = $1),
 		added AS (
 			INSERT INTO push_event_recipients (event_id, registration_id, created_at, batch_id, ordinal)
-			SELECT $1, u.reg, CAST($2 AS BIGINT), u.batch,
+			SELECT $1, u.reg, CAST($2 AS BIGINT), ` + recipientBatch + `,
 				txid_current() * 64 + u.i
 			FROM unnest(CAST($9 AS TEXT[]), CAST($14 AS TEXT[])) WITH ORDINALITY AS u(reg, batch, i)
 			WHERE EXISTS (SELECT 1 FROM push_devices
@@ -233,39 +234,85 @@ const (
 					WHERE host_fingerprint = $3 AND notification_epoch = $4 AND notification_id = $5
 						AND notification_seq >= $6)
 			ON CONFLICT (event_id, registration_id) DO NOTHING
-			RETURNING registration_id)
+			RETURNING registration_id, batch_id)
 		SELECT CAST(NULL AS TEXT), (SELECT expires_at FROM session), CAST(0 AS BIGINT),
 			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
 			CAST(NULL AS BIGINT), CAST(0 AS BIGINT),
 			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), FALSE
 		UNION ALL
 		`
-	startSendAlert = startSendCommon + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
-			o.batch_id, o.payload_json, o.members, o.due_at, o.expires_at, CAST(0 AS BIGINT),
-			d.token, d.platform, d.apns_environment, d.badge_count, ` + siblingLease + `
-		FROM added a JOIN push_devices d ON d.registration_id = a.registration_id LEFT JOIN LATERAL (
-			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
-			WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
-				AND kind = 'alert' AND attempts = 0 AND due_at > $2 AND expires_at > $2
-			ORDER BY created_at DESC, batch_id DESC LIMIT 1) o ON TRUE`
-	startSendAlone = startSendCommon + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
-			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT),
-			CAST(0 AS BIGINT), d.token, d.platform, d.apns_environment, d.badge_count, ` + siblingLease + `
-		FROM added a JOIN push_devices d ON d.registration_id = a.registration_id`
-	startSendDismiss = startSendCommon + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event),
-			CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT),
-			(SELECT COUNT(*) FROM push_delivery_batches
+	// The registration's open batch an alert may join, and the count of
+	// the alert batches a dismissal may cancel.
+	startSendOpen     = `o.batch_id, o.payload_json, o.members, o.due_at, o.expires_at, CAST(0 AS BIGINT)`
+	startSendOpenFrom = ` LEFT JOIN push_delivery_batches o ON o.batch_id = a.batch_id`
+	// recipientBatch is the batch a recipient is recorded with: $14's new
+	// one, which it opens (u.batch). openRecipientBatch, for an alert that
+	// may join, is the registration's open batch when there is one (the
+	// newest pending alert batch never attempted, due and expiring after
+	// now), which the alert most often joins: it is then recorded with it,
+	// and with no second write (Tx.MoveRecipient) when it does. The final
+	// SELECT reads that batch through the recipient's batch_id: the new
+	// batch is not inserted yet, so a recipient recorded with it finds none.
+	recipientBatch     = `u.batch`
+	openRecipientBatch = `COALESCE((SELECT batch_id FROM push_delivery_batches
+				WHERE registration_id = u.reg AND host_fingerprint = $3 AND state = 'pending'
+					AND kind = 'alert' AND attempts = 0 AND due_at > $2 AND expires_at > $2
+				ORDER BY created_at DESC, batch_id DESC LIMIT 1), u.batch)`
+	startSendNoOpen = `CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
+			CAST(NULL AS BIGINT), CAST(0 AS BIGINT)`
+	startSendCancellable = `CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
+			CAST(NULL AS BIGINT), (SELECT COUNT(*) FROM push_delivery_batches
 				WHERE registration_id = a.registration_id AND host_fingerprint = $3 AND state = 'pending'
-					AND kind = 'alert' AND lease_until <= $2),
-			d.token, d.platform, d.apns_environment, d.badge_count, ` + siblingLease + `
-		FROM added a JOIN push_devices d ON d.registration_id = a.registration_id`
-	// siblingLease tells whether a pending batch of the registration holds
-	// a live lease at $2: a new batch due now is leased at admission only
-	// when none does (see Pending.InFlight). EXISTS and not the latest
-	// lease: no aggregate to start.
-	siblingLease = `EXISTS (SELECT 1 FROM push_delivery_batches s
-			WHERE s.registration_id = a.registration_id AND s.state = 'pending' AND s.lease_until > $2)`
+					AND kind = 'alert' AND lease_until <= $2)`
+	// What a lease at admission needs (SendStart.Lease): the registration
+	// as a delivery sends to it, and whether a pending batch of it holds a
+	// live lease at $2 (Pending.InFlight; EXISTS and not the latest lease:
+	// no aggregate to start).
+	startSendLease = `d.token, d.platform, d.apns_environment, d.badge_count,
+			EXISTS (SELECT 1 FROM push_delivery_batches s
+				WHERE s.registration_id = a.registration_id AND s.state = 'pending' AND s.lease_until > $2)`
+	startSendLeaseFrom = ` JOIN push_devices d ON d.registration_id = a.registration_id`
+	startSendNoLease   = `CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), FALSE`
 )
+
+// startSendText is the text of startSendStmt for a kind (open: an alert
+// that may join an open batch; neither: an alert that joins none; dismiss)
+// and whether it reads what a lease at admission needs: each has a text of
+// its own, so that PostgreSQL starts no plan node it does not run.
+func startSendText(kind contract.Kind, noJoin, lease bool) string {
+	cols, from := startSendNoOpen, ""
+	switch {
+	case kind == contract.KindDismiss:
+		cols = startSendCancellable
+	case !noJoin:
+		cols, from = startSendOpen, startSendOpenFrom
+	}
+	if lease {
+		cols += ", " + startSendLease
+		from = startSendLeaseFrom + from
+	} else {
+		cols += ", " + startSendNoLease
+	}
+	common := startSendCommon
+	if kind == contract.KindAlert && !noJoin {
+		common = strings.Replace(common, recipientBatch+",", openRecipientBatch+",", 1)
+	}
+	return common + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event), ` + cols + `
+		FROM added a` + from
+}
+
+// startSendTexts holds startSendText's texts, made once.
+var startSendTexts = func() map[[3]bool]string {
+	m := make(map[[3]bool]string)
+	for _, kind := range []contract.Kind{contract.KindAlert, contract.KindDismiss} {
+		for _, noJoin := range []bool{false, true} {
+			for _, lease := range []bool{false, true} {
+				m[[3]bool{kind == contract.KindDismiss, noJoin, lease}] = startSendText(kind, noJoin, lease)
+			}
+		}
+	}
+	return m
+}()
 
 // SendQuery is the second round trip of a send, made only when the first
 // left something to read: why some registrations got no recipient, the
