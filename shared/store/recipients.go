@@ -78,12 +78,23 @@ type Pending struct {
 // in the same statement so that accepting an alert costs one round trip
 // fewer.
 func (t *Tx) AddRecipient(ctx context.Context, r Recipient, now int64) (bool, Pending, error) {
-	s := addRecipientStmt(r, now)
+	s := addRecipientStmt(r, now, true)
 	return scanAddedRecipient(t.r.queryRow(ctx, s.query, s.args...), r.RegistrationID, r.Host)
 }
 
-// addRecipientStmt is AddRecipient's statement.
-func addRecipientStmt(r Recipient, now int64) statement {
+// addRecipientStmt is AddRecipient's statement; with lease it also reads
+// what a lease at admission needs (SendStart.Lease), else those columns are
+// NULL.
+func addRecipientStmt(r Recipient, now int64, lease bool) statement {
+	leaseCols := `CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS BIGINT), 0`
+	if lease {
+		leaseCols = `(SELECT token FROM push_devices WHERE registration_id = $2),
+			(SELECT platform FROM push_devices WHERE registration_id = $2),
+			(SELECT apns_environment FROM push_devices WHERE registration_id = $2),
+			(SELECT badge_count FROM push_devices WHERE registration_id = $2),
+			EXISTS (SELECT 1 FROM push_delivery_batches
+				WHERE registration_id = $2 AND state = 'pending' AND lease_until > $3)`
+	}
 	var fence Fence
 	if r.Fence != nil {
 		fence = *r.Fence
@@ -117,12 +128,7 @@ func addRecipientStmt(r Recipient, now int64) statement {
 			CASE WHEN $8 = 'dismiss' THEN (SELECT COUNT(*) FROM push_delivery_batches
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending'
 					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END,
-			(SELECT token FROM push_devices WHERE registration_id = $2),
-			(SELECT platform FROM push_devices WHERE registration_id = $2),
-			(SELECT apns_environment FROM push_devices WHERE registration_id = $2),
-			(SELECT badge_count FROM push_devices WHERE registration_id = $2),
-			EXISTS (SELECT 1 FROM push_delivery_batches
-				WHERE registration_id = $2 AND state = 'pending' AND lease_until > $3)`,
+			` + leaseCols,
 		args: []any{r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq,
 			string(r.Kind), r.Fingerprint, r.BatchID, r.FormerFingerprint, joins}}
 }

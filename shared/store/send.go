@@ -33,8 +33,7 @@ type SendStart struct {
 	// Lease makes PostgreSQL read, with each recipient, what a lease at
 	// admission needs (Pending.Device, Pending.InFlight): set when the
 	// send may open a batch due at once that its request delivers
-	// (delivery.Inline). Without it both are empty there; SQLite reads
-	// them always.
+	// (delivery.Inline). Without it both are empty.
 	Lease bool
 }
 
@@ -67,7 +66,7 @@ func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted
 	if s.Add {
 		stmts = append(stmts, insertEventStmt(s.Event, now))
 		for _, r := range s.Recipients {
-			stmts = append(stmts, addRecipientStmt(r, now))
+			stmts = append(stmts, addRecipientStmt(r, now, s.Lease))
 		}
 	}
 	var out SendStarted
