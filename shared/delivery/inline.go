@@ -67,11 +67,13 @@ func (s *Inline) Schedule(ctx context.Context, batchID, registrationID string, a
 }
 
 // ScheduleLeased delivers l, a batch admission leased with its insert, when
-// ctx's budget has not run out; otherwise, or when the delivery fails (the
-// database), it gives the lease back and hands the batch to the next
-// scheduler, due now. A lease it could not give back runs out on its own
-// and the sweep hands the batch to a task (lostGrace), as for a delivery
-// whose process died.
+// ctx's budget has not run out. When the budget ran out first, it gives the
+// lease back and hands the batch to the next scheduler, due now; a lease it
+// could not give back runs out on its own and the sweep hands the batch to
+// a task (lostGrace), as for a delivery whose process died. When the
+// delivery fails (the database), the batch goes to the next scheduler, due
+// now, as Schedule's does: its lease stands, and the task finds what is
+// left to do once it runs out.
 func (s *Inline) ScheduleLeased(ctx context.Context, l Leased) error {
 	if ctx.Err() == nil {
 		if err := s.deliverer.DeliverLeased(ctx, l); err == nil {
