@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -75,7 +76,15 @@ func (t *Tx) InsertBatches(ctx context.Context, bs []NewBatch, now int64) ([]str
 	if len(bs) == 0 {
 		return nil, nil
 	}
-	const cols = 13
+	// The lease columns are written only when a batch is leased or held
+	// back; otherwise they keep their defaults (no lease, no attempt, not
+	// held), and the statement is the one a send through tasks or with a
+	// window always wrote.
+	leases := slices.ContainsFunc(bs, func(b NewBatch) bool { return b.LeaseToken != "" || b.HeldAt != 0 })
+	cols, columns := 9, ""
+	if leases {
+		cols, columns = 13, ", lease_token, lease_until, attempts, held_at"
+	}
 	ids := make([]string, len(bs))
 	args := make([]any, 0, cols*len(bs))
 	var values strings.Builder
@@ -87,21 +96,25 @@ func (t *Tx) InsertBatches(ctx context.Context, bs []NewBatch, now int64) ([]str
 			values.WriteString(", ")
 		}
 		n := i*cols + 1
-		fmt.Fprintf(&values, "($%d, $%d, $%d, $%d, $%d, $%d, 'pending', $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)",
-			n, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+8, n+9, n+10, n+11, n+12)
-		var (
-			token    *string
-			attempts int
-		)
-		if b.LeaseToken != "" {
-			token, attempts = &b.LeaseToken, 1
+		fmt.Fprintf(&values, "($%d, $%d, $%d, $%d, $%d, $%d, 'pending', $%d, $%d, $%d, $%d",
+			n, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+8)
+		args = append(args, ids[i], b.Host, b.RegistrationID, string(b.Kind), b.Payload, b.Members, b.DueAt, b.ExpiresAt, now)
+		if leases {
+			fmt.Fprintf(&values, ", $%d, $%d, $%d, $%d", n+9, n+10, n+11, n+12)
+			var (
+				token    *string
+				attempts int
+			)
+			if b.LeaseToken != "" {
+				token, attempts = &b.LeaseToken, 1
+			}
+			args = append(args, token, b.LeaseUntil, attempts, b.HeldAt)
 		}
-		args = append(args, ids[i], b.Host, b.RegistrationID, string(b.Kind), b.Payload, b.Members,
-			b.DueAt, b.ExpiresAt, now, token, b.LeaseUntil, attempts, b.HeldAt)
+		values.WriteString(")")
 	}
 	err := t.later(ctx, "insert batches", `INSERT INTO push_delivery_batches
 		(batch_id, host_fingerprint, registration_id, kind, payload_json, members, state,
-		 due_at, expires_at, scheduled_at, created_at, lease_token, lease_until, attempts, held_at)
+		 due_at, expires_at, scheduled_at, created_at`+columns+`)
 		VALUES `+values.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("insert batches: %w", err)

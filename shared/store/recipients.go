@@ -99,9 +99,10 @@ func addRecipientStmt(r Recipient, now int64, lease bool) statement {
 	if r.Fence != nil {
 		fence = *r.Fence
 	}
-	joins := 0
+	// The batch the recipient is recorded with (Recipient.Joins).
+	batch := `$10`
 	if r.Joins {
-		joins = 1
+		batch = `COALESCE((SELECT batch_id FROM open_batch), $10)`
 	}
 	// An empty notification id matches no fence: a dismissal always has one.
 	return statement{op: "add recipient", query: `WITH open_batch AS (
@@ -110,7 +111,7 @@ func addRecipientStmt(r Recipient, now int64, lease bool) statement {
 				AND attempts = 0 AND due_at > $3 AND expires_at > $3
 			ORDER BY created_at DESC, batch_id DESC LIMIT 1)
 		INSERT INTO push_event_recipients (event_id, registration_id, created_at, batch_id, ordinal)
-		SELECT $1, $2, CAST($3 AS BIGINT), COALESCE((SELECT batch_id FROM open_batch WHERE $12 = 1), $10),
+		SELECT $1, $2, CAST($3 AS BIGINT), ` + batch + `,
 			(SELECT COALESCE(MAX(ordinal), 0) + 1 FROM push_event_recipients WHERE event_id = $1)
 		WHERE EXISTS (SELECT 1 FROM push_devices
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND dead_at IS NULL)
@@ -130,7 +131,7 @@ func addRecipientStmt(r Recipient, now int64, lease bool) statement {
 					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END,
 			` + leaseCols,
 		args: []any{r.EventID, r.RegistrationID, now, r.Host, fence.Epoch, fence.NotificationID, fence.Seq,
-			string(r.Kind), r.Fingerprint, r.BatchID, r.FormerFingerprint, joins}}
+			string(r.Kind), r.Fingerprint, r.BatchID, r.FormerFingerprint}}
 }
 
 // scanAddedRecipient reads AddRecipient's row, which is there only when
