@@ -48,7 +48,8 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	// A passed expiresAt makes any deadline pass, new or stored (the
 	// stored one is at most the same expiresAt, or the content differs).
 	add := ev.deadline > now && !overflow
-	start := store.SendStart{TokenHash: tokenHash, Add: add, NoJoin: a.joinsNone(ev), Lease: a.leases(ev), Event: store.NewEvent{
+	noJoin := a.joinsNone(ev)
+	start := store.SendStart{TokenHash: tokenHash, Add: add, NoJoin: noJoin, Lease: a.leases(ev), Event: store.NewEvent{
 		ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, FormerFingerprint: ev.former, RegistrationIDs: regs,
 		Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
 	}}
@@ -57,7 +58,7 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	for _, reg := range regs {
 		start.Recipients = append(start.Recipients, store.Recipient{EventID: ev.id, RegistrationID: reg,
 			Host: ev.host, Fingerprint: ev.fingerprint, FormerFingerprint: ev.former, Kind: ev.kind, Fence: ev.fenceOf(),
-			BatchID: uuid.NewString(), Joins: ev.kind == contract.KindAlert && !a.joinsNone(ev)})
+			BatchID: uuid.NewString(), Joins: ev.kind == contract.KindAlert && !noJoin})
 	}
 	st, err := tx.StartSend(ctx, start, now)
 	if err != nil {
@@ -108,10 +109,6 @@ func (a *Admission) place(ctx context.Context, tx *store.Tx, ev *event, recipien
 		}
 		out.statuses[i] = contract.StatusQueued
 		p := st.Pending[i]
-		if a.joinsNone(ev) {
-			// Both dialects alike: SQLite's statement reads it anyway.
-			p.Open = store.OpenBatch{}
-		}
 		var err error
 		if ev.kind == contract.KindAlert {
 			err = a.coalesceAlert(ctx, tx, ev, r, p.Open, p.Deadline, now, out)

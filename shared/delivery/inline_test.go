@@ -15,6 +15,19 @@ import (
 	"onorca.dev/push/shared/store/storetest"
 )
 
+// mustInline returns a delivery environment and an Inline scheduler over
+// its Deliverer, handing what it does not deliver to the recorder next.
+func mustInline(t *testing.T, d storetest.Dialect) (*deliverEnv, *delivery.Inline, *recorder) {
+	t.Helper()
+	e := mustDeliverEnv(t, d)
+	next := &recorder{}
+	in, err := delivery.NewInline(e.dl, next, e.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, in, next
+}
+
 // TestInline holds what delivery.Inline delivers in the call (a batch due
 // now, at its own due time) and what it hands to the next scheduler: a batch
 // due later, a wake-up (keyed), a retry the delivery schedules, and a batch
@@ -24,12 +37,7 @@ func TestInline(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			ctx := context.Background()
-			e := mustDeliverEnv(t, d)
-			next := &recorder{}
-			in, err := delivery.NewInline(e.dl, next, e.clock)
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, in, next := mustInline(t, d)
 			sends := 0
 			outcome := push.Outcome{Kind: push.Sent}
 			e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
@@ -113,12 +121,7 @@ func TestAdmissionLeasesForInline(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			ctx := context.Background()
-			e := mustDeliverEnv(t, d)
-			next := &recorder{}
-			in, err := delivery.NewInline(e.dl, next, e.clock)
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, in, next := mustInline(t, d)
 			newAdmission := func(budget time.Duration) *delivery.Admission {
 				a, err := delivery.NewAdmission(delivery.Options{Keys: sealtest.Ring(t), Digest: sealtest.DigestKey(t),
 					Store: e.store, Clock: e.clock, Counters: e.counters, Scheduler: in, Budget: budget})
@@ -164,7 +167,7 @@ func TestAdmissionLeasesForInline(t *testing.T) {
 			// waits for the holder, which hands on to it.
 			e.clock.Advance(time.Second)
 			var holder string
-			err = e.store.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+			err := e.store.HostTx(ctx, "hostA", func(tx *store.Tx) error {
 				var err error
 				holder, err = tx.InsertBatch(ctx, store.NewBatch{Host: "hostA", RegistrationID: reg, Kind: contract.KindAlert,
 					Payload: store.EmptyPayload, Members: 1, DueAt: e.now(), ExpiresAt: e.now() + 60_000}, e.now())

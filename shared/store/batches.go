@@ -149,15 +149,12 @@ type Join struct {
 // UPDATE (a send to five phones that all join pays for one statement, not
 // five); on SQLite, where a statement costs no round trip, one each.
 func (t *Tx) JoinBatches(ctx context.Context, js []Join) error {
-	if len(js) == 1 || !t.pipelined() {
+	if len(js) < 2 || !t.pipelined() {
 		for _, j := range js {
 			if err := t.JoinBatch(ctx, j.ID, j.Payload, j.Members, j.ExpiresAt); err != nil {
 				return err
 			}
 		}
-		return nil
-	}
-	if len(js) == 0 {
 		return nil
 	}
 	ids, payloads := make([]string, len(js)), make([]string, len(js))

@@ -55,7 +55,8 @@ type OpenBatch struct {
 type Pending struct {
 	// Deadline is the event's stored deadline, epoch milliseconds.
 	Deadline int64
-	// Open is the batch an alert may join.
+	// Open is the batch an alert may join, read only for a recipient that
+	// Joins (on PostgreSQL, a send without NoJoin); empty otherwise.
 	Open OpenBatch
 	// Cancellable counts, for a dismissal, the registration's unleased
 	// pending alert batches, which may hold alerts it cancels.
@@ -99,10 +100,15 @@ func addRecipientStmt(r Recipient, now int64, lease bool) statement {
 	if r.Fence != nil {
 		fence = *r.Fence
 	}
-	// The batch the recipient is recorded with (Recipient.Joins).
-	batch := `$10`
+	// The batch the recipient is recorded with, and the open batch it
+	// reads: only an alert that may join reads one (Recipient.Joins).
+	batch, open := `$10`, `CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS BIGINT),
+			CAST(NULL AS BIGINT)`
 	if r.Joins {
 		batch = `COALESCE((SELECT batch_id FROM open_batch), $10)`
+		open = `(SELECT batch_id FROM open_batch), (SELECT payload_json FROM open_batch),
+			(SELECT members FROM open_batch), (SELECT due_at FROM open_batch),
+			(SELECT expires_at FROM open_batch)`
 	}
 	// An empty notification id matches no fence: a dismissal always has one.
 	return statement{op: "add recipient", query: `WITH open_batch AS (
@@ -123,9 +129,7 @@ func addRecipientStmt(r Recipient, now int64, lease bool) statement {
 		ON CONFLICT (event_id, registration_id) DO NOTHING
 		RETURNING
 			(SELECT expires_at FROM push_events WHERE event_id = $1),
-			(SELECT batch_id FROM open_batch), (SELECT payload_json FROM open_batch),
-			(SELECT members FROM open_batch), (SELECT due_at FROM open_batch),
-			(SELECT expires_at FROM open_batch),
+			` + open + `,
 			CASE WHEN $8 = 'dismiss' THEN (SELECT COUNT(*) FROM push_delivery_batches
 				WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending'
 					AND kind = 'alert' AND lease_until <= $3) ELSE 0 END,

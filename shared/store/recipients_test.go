@@ -33,7 +33,7 @@ func TestAddRecipient(t *testing.T) {
 				if _, err = tx.RaiseFence(ctx, "hostA", store.Fence{Epoch: "ep", NotificationID: "n1", Seq: 5}, 700); err != nil {
 					return err
 				}
-				for _, id := range []string{"e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8"} {
+				for _, id := range []string{"e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8", "e10"} {
 					err := tx.InsertEvent(ctx, store.NewEvent{ID: id, Host: "hostA", Kind: contract.KindAlert,
 						Fingerprint: "fp-" + id, RegistrationIDs: []string{reg}, Deadline: 9000, Quota: 100}, 800)
 					if err != nil {
@@ -50,21 +50,23 @@ func TestAddRecipient(t *testing.T) {
 				added   bool
 				pending store.Pending
 			}{
-				{"alert", store.Recipient{EventID: "e1", Kind: contract.KindAlert}, 1000, true,
+				{"alert", store.Recipient{EventID: "e1", Kind: contract.KindAlert, Joins: true}, 1000, true,
 					store.Pending{Open: openBatch}},
 				{"repeat", store.Recipient{EventID: "e1", Kind: contract.KindAlert}, 1000, false, store.Pending{}},
-				{"open batch due now is closed", store.Recipient{EventID: "e2", Kind: contract.KindAlert}, 4000, true,
+				{"open batch due now is closed", store.Recipient{EventID: "e2", Kind: contract.KindAlert, Joins: true}, 4000, true,
 					store.Pending{}},
 				{"fenced at the fence's sequence", store.Recipient{EventID: "e3", Kind: contract.KindAlert,
 					Fence: &store.Fence{Epoch: "ep", NotificationID: "n1", Seq: 5}}, 1000, false, store.Pending{}},
 				{"after the fence", store.Recipient{EventID: "e4", Kind: contract.KindAlert,
-					Fence: &store.Fence{Epoch: "ep", NotificationID: "n1", Seq: 6}}, 1000, true,
+					Fence: &store.Fence{Epoch: "ep", NotificationID: "n1", Seq: 6}, Joins: true}, 1000, true,
 					store.Pending{Open: openBatch}},
 				{"other epoch", store.Recipient{EventID: "e5", Kind: contract.KindAlert,
-					Fence: &store.Fence{Epoch: "ep2", NotificationID: "n1", Seq: 1}}, 1000, true,
+					Fence: &store.Fence{Epoch: "ep2", NotificationID: "n1", Seq: 1}, Joins: true}, 1000, true,
 					store.Pending{Open: openBatch}},
+				{"an alert that joins none reads no open batch", store.Recipient{EventID: "e10", Kind: contract.KindAlert},
+					1000, true, store.Pending{}},
 				{"dismissal counts cancellable batches", store.Recipient{EventID: "e6", Kind: contract.KindDismiss},
-					1000, true, store.Pending{Open: openBatch, Cancellable: 2}},
+					1000, true, store.Pending{Cancellable: 2}},
 				{"dead registration", store.Recipient{EventID: "e7", RegistrationID: dead, Kind: contract.KindAlert},
 					1000, false, store.Pending{}},
 				{"another host", store.Recipient{EventID: "e8", Host: "hostB", Kind: contract.KindAlert},

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"onorca.dev/push/shared/contract"
 )
@@ -206,6 +205,8 @@ func startSendStmt(s SendStart, now int64) statement {
 // own, so that PostgreSQL starts no plan node the kind does not run: 2 to
 // 4 % of its instructions per send (scripts/pgcount).
 const (
+	// startSendCommon's %s is the batch each recipient is recorded with
+	// (recipientBatch or openRecipientBatch).
 	startSendCommon = `WITH session AS (
 			SELECT expires_at FROM push_sessions WHERE token_hash = $10 AND host_fingerprint = $3),
 		new_event AS (
@@ -223,7 +224,7 @@ const (
 			UNION ALL SELECT fingerprint, expires_at FROM push_events WHERE event_id = $1),
 		added AS (
 			INSERT INTO push_event_recipients (event_id, registration_id, created_at, batch_id, ordinal)
-			SELECT $1, u.reg, CAST($2 AS BIGINT), ` + recipientBatch + `,
+			SELECT $1, u.reg, CAST($2 AS BIGINT), %s,
 				txid_current() * 64 + u.i
 			FROM unnest(CAST($9 AS TEXT[]), CAST($14 AS TEXT[])) WITH ORDINALITY AS u(reg, batch, i)
 			WHERE EXISTS (SELECT 1 FROM push_devices
@@ -292,11 +293,11 @@ func startSendText(kind contract.Kind, noJoin, lease bool) string {
 	} else {
 		cols += ", " + startSendNoLease
 	}
-	common := startSendCommon
+	batch := recipientBatch
 	if kind == contract.KindAlert && !noJoin {
-		common = strings.Replace(common, recipientBatch+",", openRecipientBatch+",", 1)
+		batch = openRecipientBatch
 	}
-	return common + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event), ` + cols + `
+	return fmt.Sprintf(startSendCommon, batch) + `SELECT a.registration_id, NULL, (SELECT expires_at FROM event), ` + cols + `
 		FROM added a` + from
 }
 
