@@ -115,7 +115,7 @@ func addRecipientStmt(r Recipient, now int64, lease bool) statement {
 			SELECT batch_id, payload_json, members, due_at, expires_at FROM push_delivery_batches
 			WHERE registration_id = $2 AND host_fingerprint = $4 AND state = 'pending' AND kind = 'alert'
 				AND attempts = 0 AND due_at > $3 AND expires_at > $3
-			ORDER BY created_at DESC, batch_id DESC LIMIT 1)
+			ORDER BY due_at DESC LIMIT 1)
 		INSERT INTO push_event_recipients (event_id, registration_id, created_at, batch_id, ordinal)
 		SELECT $1, $2, CAST($3 AS BIGINT), ` + batch + `,
 			(SELECT COALESCE(MAX(ordinal), 0) + 1 FROM push_event_recipients WHERE event_id = $1)
@@ -142,7 +142,7 @@ func addRecipientStmt(r Recipient, now int64, lease bool) statement {
 // the recipient was recorded.
 func scanAddedRecipient(row scanner, registrationID, host string) (bool, Pending, error) {
 	var p pendingRow
-	err := row.Scan(p.dest()...)
+	err := row.Scan(p.dest(true)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, Pending{}, nil
 	}
@@ -163,10 +163,14 @@ type pendingRow struct {
 	inFlight                  bool
 }
 
-// dest returns the scan destinations, in the statement's column order.
-func (r *pendingRow) dest() []any {
-	return []any{&r.deadline, &r.id, &r.payload, &r.members, &r.dueAt, &r.expiresAt, &r.cancellable,
-		&r.token, &r.platform, &r.env, &r.badge, &r.inFlight}
+// dest returns the scan destinations, in the statement's column order;
+// with lease, those of what a lease at admission reads too.
+func (r *pendingRow) dest(lease bool) []any {
+	d := []any{&r.deadline, &r.id, &r.payload, &r.members, &r.dueAt, &r.expiresAt, &r.cancellable}
+	if lease {
+		d = append(d, &r.token, &r.platform, &r.env, &r.badge, &r.inFlight)
+	}
+	return d
 }
 
 func (r *pendingRow) pending(registrationID, host string) Pending {
