@@ -66,12 +66,13 @@ func (c *cluster) runWindow(ctx context.Context, o options, stdout io.Writer) er
 			per := float64(total[1]-total[0]) / float64(o.window.rounds)
 			fmt.Fprintf(stdout, "pgcount mode=window regs=%d members=%d instructions/joining send=%.0f (PostgreSQL's backends, %d rounds of %d and %d sends)\n",
 				regs, k, per, o.window.rounds, k, k+1)
+			fields := map[string]any{"mode": o.mode, "regs": regs, "members": k,
+				"instructionsPerSend": int64(per), "rounds": o.window.rounds, "totals": total}
 			if o.split {
 				// The difference of the two runs is one joining send a round.
-				printSplit(stdout, splits, o.window.rounds)
+				fields["statementsPerSend"] = int64(printSplit(stdout, splits, o.window.rounds))
 			}
-			line, err := json.Marshal(map[string]any{"mode": o.mode, "regs": regs, "members": k,
-				"instructionsPerSend": int64(per), "rounds": o.window.rounds, "totals": total})
+			line, err := json.Marshal(fields)
 			if err != nil {
 				return err
 			}
