@@ -69,8 +69,9 @@ func TestCount(t *testing.T) {
 	}
 }
 
-// TestCountModes counts a whole push and the yardstick insert on a real
-// cluster: a push costs more than its send, an insert far less.
+// TestCountModes counts a whole push, the floor of its rows and the
+// yardstick insert on a real cluster: a push costs more than its rows alone,
+// and those more than an insert.
 func TestCountModes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL under valgrind four times")
@@ -81,7 +82,7 @@ func TestCountModes(t *testing.T) {
 	per := map[string]int64{}
 	// Runs of a few units read their first plans and cold caches; an
 	// insert is small enough for them to show, so its runs are longer.
-	for mode, sends := range map[string]string{"push": "1,3", "insert": "20,100"} {
+	for mode, sends := range map[string]string{"push": "1,3", "floor": "20,100", "insert": "20,100"} {
 		var out, errs bytes.Buffer
 		if err := run(context.Background(), []string{"-mode", mode, "-regs", "1", "-in-window", "3", "-sends", sends}, &out, &errs); err != nil {
 			t.Fatalf("run -mode %s: %v\n%s", mode, err, errs.String())
@@ -98,7 +99,8 @@ func TestCountModes(t *testing.T) {
 	}
 	// A push is a send (hundreds of thousands of instructions) and a
 	// delivery; an insert transaction is tens of thousands.
-	if per["push"] < 300_000 || per["insert"] <= 0 || per["insert"] > per["push"]/5 {
+	if per["push"] < 300_000 || per["insert"] <= 0 || per["insert"] > per["push"]/5 ||
+		per["floor"] <= 3*per["insert"] || per["floor"] >= per["push"] {
 		t.Errorf("counted %v", per)
 	}
 }

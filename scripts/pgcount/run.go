@@ -132,7 +132,7 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	fs := flag.NewFlagSet("pgcount", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	regs, inWindow, sends := "1,5", "299,10", "100,400"
-	fs.StringVar(&o.mode, "mode", "send", "what one unit is: send (a /v1/send admission), push (a send and the delivery of each batch it made due: claim, provider, outcome), window (a send joining open batches, window.go), burst (a delivered push of a burst to one phone, burst.go), or insert (a one-row insert transaction, the yardstick)")
+	fs.StringVar(&o.mode, "mode", "send", "what one unit is: send (a /v1/send admission), push (a send and the delivery of each batch it made due: claim, provider, outcome), window (a send joining open batches, window.go), burst (a delivered push of a burst to one phone, burst.go), floor (the rows a one-phone push writes and nothing else, floor.go), or insert (a one-row insert transaction, the yardstick)")
 	fs.StringVar(&regs, "regs", regs, "registrations per request, one measurement each (comma-separated)")
 	fs.StringVar(&inWindow, "in-window", inWindow, "the host's events in its quota window at each send, one measurement each (comma-separated)")
 	fs.StringVar(&sends, "sends", sends, "the two numbers of counted sends whose totals are compared")
@@ -152,7 +152,7 @@ func parse(args []string, stdout io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if _, ok := unit[o.mode]; !ok {
-		return o, fmt.Errorf("%w: -mode must be send, push, window, burst or insert", errUsage)
+		return o, fmt.Errorf("%w: -mode must be send, push, window, burst, floor or insert", errUsage)
 	}
 	if err := o.burst.parse(*alerts, *bursts); err != nil {
 		return o, err
@@ -175,7 +175,7 @@ func parse(args []string, stdout io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: -sends wants two increasing counts, as 100,400", errUsage)
 	}
 	o.sends = [2]int{n[0], n[1]}
-	if o.mode == "insert" { // neither registrations nor a window
+	if o.mode == "insert" || o.mode == "floor" { // neither registrations nor a window
 		o.regs, o.inWindow = []int{0}, []int{0}
 	}
 	if o.port < 0 || o.port > 65535 {
@@ -296,7 +296,7 @@ func newCluster(ctx context.Context, pgbin string, port int, splitting bool, ext
 func (c *cluster) remove() { os.RemoveAll(c.dir) }
 
 // unit names what one counted step of each mode is.
-var unit = map[string]string{"send": "send", "push": "send+deliveries", "window": "joining send", "burst": "delivered push", "insert": "insert"}
+var unit = map[string]string{"send": "send", "push": "send+deliveries", "window": "joining send", "burst": "delivered push", "floor": "push's rows", "insert": "insert"}
 
 // count starts the cluster under callgrind, admits k+1 sends and then n
 // more of regs registrations by one host with k events in its window (with
@@ -358,6 +358,8 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 	switch mode {
 	case "insert":
 		err = inserts(ctx, url, n)
+	case "floor":
+		err = floor(ctx, url, n)
 	case "window":
 		err = c.rounds(ctx, url, regs, k, n)
 	case "burst":
