@@ -21,10 +21,6 @@ import (
 // own (store.Open migrates the database), so every index a push writes is
 // written here too.
 
-// floorPayload is a batch's payload as large as one sealed member of -mode
-// push's alert.
-var floorPayload = `[{"sealed":"v2.k1:` + strings.Repeat("A", 330) + `","notificationId":"task-1"}]`
-
 // floor runs n+1 units through the empty database url.
 func floor(ctx context.Context, url string, n int) error {
 	s, err := store.Open(ctx, store.Options{DatabaseURL: url, PoolMax: 1})
@@ -38,6 +34,9 @@ func floor(ctx context.Context, url string, n int) error {
 	}
 	defer conn.Close(ctx)
 	const now = int64(1_800_000_000_000)
+	// A batch's payload as large as one sealed member of -mode push's
+	// alert.
+	payload := `[{"sealed":"v2.k1:` + strings.Repeat("A", 330) + `","notificationId":"task-1"}]`
 	for i := range n + 1 {
 		event, batch := fmt.Sprintf("event-%d", i), fmt.Sprintf("batch-%d", i)
 		at := now + int64(i)
@@ -51,7 +50,7 @@ func floor(ctx context.Context, url string, n int) error {
 				payload_json, members, state, due_at, expires_at, scheduled_at, created_at,
 				lease_token, lease_until, attempts, held_at)
 			VALUES ($1, 'host', 'phone', 'alert', $2, 1, 'pending', $3, $4, $3, $3, 'lease', $5, 1, 0)`,
-			batch, floorPayload, at, at+300_000, at+30_000)
+			batch, payload, at, at+300_000, at+30_000)
 		admit.Queue(`COMMIT`)
 		if err := conn.SendBatch(ctx, admit).Close(); err != nil {
 			return err

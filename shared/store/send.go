@@ -166,10 +166,10 @@ func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendSta
 // registration id when it recorded none; every row carries the session's
 // expiry (NULL when there is no such session, or s has no TokenHash). The
 // session's expiry is a column of each row rather than a row of its own
-// (UNION ALL), and the lease's columns are left out without s.Lease: each
-// column costs every send the executor's start-up of it, 35,000
-// instructions for the two (scripts/pgcount -mode window, 1 registration,
-// k = 1).
+// (UNION ALL), and the lease's columns are left out without s.Lease: every
+// column of every row is a projection the executor starts, and the row of
+// its own cost a send 24,000 instructions, the lease's columns a joining
+// send 12,000 more (scripts/pgcount -mode push and -mode window).
 //
 // Every part of one statement reads the database as it was when the
 // statement began, so the recipients cannot look the new event up in
