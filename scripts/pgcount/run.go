@@ -310,6 +310,8 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 		fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d, %d rounds of %d sends\n", c.runs, regs, n, k)
 	case "burst":
 		fmt.Fprintf(c.stderr, "pgcount: run %d: %d bursts of %d alerts to one phone\n", c.runs, n, k)
+	case "insert", "floor":
+		fmt.Fprintf(c.stderr, "pgcount: run %d: %d units (%s), after one uncounted\n", c.runs, n, unit[mode])
 	default:
 		fmt.Fprintf(c.stderr, "pgcount: run %d: regs=%d in-window=%d, %d sends to fill the window and %d counted\n",
 			c.runs, regs, k, k+1, n)
