@@ -72,8 +72,9 @@ func (s *Store) PruneChallenges(ctx context.Context, before int64, limit int) (i
 // Prune deletes, in one chunk of at most limit rows per table, what the
 // retention rules let go at now (reference-behaviour §3 and §6, "Cleanup"):
 // expired sessions, hosts without contact for
-// hostRetention that no device names, and events, recipients, fences and
-// finished batches older than retention. It returns the rows deleted per
+// hostRetention that no device names, events older than retention with
+// their recipients (pruneEvents), and fences and finished batches older
+// than retention. It returns the rows deleted per
 // table; a caller repeats while any table returned limit. A table whose
 // statement fails is left out of the map and its error joined to the
 // others', the other tables pruned all the same.
@@ -89,12 +90,6 @@ func (s *Store) Prune(ctx context.Context, now, hostRetention, retention int64, 
 			(SELECT h.host_fingerprint FROM push_hosts h WHERE h.last_seen_at < $1
 				AND NOT EXISTS (SELECT 1 FROM push_devices d WHERE d.host_fingerprint = h.host_fingerprint) LIMIT $2)`,
 			[]any{now - hostRetention, limit}},
-		{"push_events", `DELETE FROM push_events WHERE event_id IN
-			(SELECT event_id FROM push_events WHERE created_at < $1 LIMIT $2)`,
-			[]any{now - retention, limit}},
-		{"push_event_recipients", `DELETE FROM push_event_recipients WHERE (event_id, registration_id) IN
-			(SELECT event_id, registration_id FROM push_event_recipients WHERE created_at < $1 LIMIT $2)`,
-			[]any{now - retention, limit}},
 		{"push_dismissed_events", `DELETE FROM push_dismissed_events
 			WHERE (host_fingerprint, notification_epoch, notification_id) IN
 			(SELECT host_fingerprint, notification_epoch, notification_id FROM push_dismissed_events
@@ -104,8 +99,13 @@ func (s *Store) Prune(ctx context.Context, now, hostRetention, retention int64, 
 			(SELECT batch_id FROM push_delivery_batches WHERE state <> 'pending' AND finished_at < $1 LIMIT $2)`,
 			[]any{now - retention, limit}},
 	}
-	out := make(map[string]int64, len(steps))
+	out := make(map[string]int64, len(steps)+2)
 	var errs []error
+	if events, recipients, err := s.pruneEvents(ctx, now-retention, limit); err != nil {
+		errs = append(errs, err)
+	} else {
+		out["push_events"], out["push_event_recipients"] = events, recipients
+	}
 	for _, st := range steps {
 		// A table that fails does not keep the others from their pruning.
 		n, err := s.execN(ctx, "prune "+st.table, st.query, st.args...)
@@ -116,6 +116,51 @@ func (s *Store) Prune(ctx context.Context, now, hostRetention, retention int64, 
 		out[st.table] = n
 	}
 	return out, errors.Join(errs...)
+}
+
+// pruneEvents deletes at most limit events created before before, with
+// their recipients, in one transaction, and returns how many of each it
+// deleted. A recipient goes with its event, not by its own time (migration
+// 0011): a receipt reads it through its event (Store.Receipts), and one
+// recorded after its event, by a send that repeated the event's id while
+// the event lived, is kept no longer than the event's lifetime less than
+// the retention.
+//
+// PostgreSQL deletes both in one statement, whose parts see one snapshot:
+// a concurrent prune cannot delete an event between them and leave its
+// recipients behind. SQLite has no DELETE in a WITH; its transaction, the
+// only writer from its first write, deletes the recipients of the events
+// the second statement then deletes, both chosen in one order.
+func (s *Store) pruneEvents(ctx context.Context, before int64, limit int) (events, recipients int64, err error) {
+	if _, pg := s.dialect.(postgresDialect); pg {
+		err := s.db.QueryRowContext(ctx, `WITH events AS (
+				DELETE FROM push_events WHERE event_id IN
+					(SELECT event_id FROM push_events WHERE created_at < $1 LIMIT $2)
+				RETURNING event_id),
+			recipients AS (
+				DELETE FROM push_event_recipients WHERE event_id IN (SELECT event_id FROM events)
+				RETURNING 1)
+			SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM recipients)`,
+			before, limit).Scan(&events, &recipients)
+		if err != nil {
+			return 0, 0, fmt.Errorf("prune push_events: %w", err)
+		}
+		return events, recipients, nil
+	}
+	const oldest = `SELECT event_id FROM push_events WHERE created_at < $1 ORDER BY created_at, event_id LIMIT $2`
+	err = s.Tx(ctx, func(tx *Tx) error {
+		var err error
+		if recipients, err = tx.exec(ctx, `DELETE FROM push_event_recipients WHERE event_id IN (`+oldest+`)`,
+			before, limit); err != nil {
+			return err
+		}
+		events, err = tx.exec(ctx, `DELETE FROM push_events WHERE event_id IN (`+oldest+`)`, before, limit)
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune push_events: %w", err)
+	}
+	return events, recipients, nil
 }
 
 func (s *Store) execN(ctx context.Context, op, query string, args ...any) (int64, error) {

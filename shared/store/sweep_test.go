@@ -2,7 +2,11 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
@@ -72,5 +76,148 @@ func TestPayloadStoredExternal(t *testing.T) {
 		if err != nil || storage != "e" {
 			t.Errorf("payload_json storage %q, %v; want e (EXTERNAL)", storage, err)
 		}
+	}
+}
+
+// recordEvent records event id of hostA at now for regs, each a recipient:
+// the event when it is new, and the recipients it does not have yet.
+func recordEvent(t *testing.T, s *store.Store, id string, now int64, regs ...string) {
+	t.Helper()
+	ctx := context.Background()
+	mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
+		err := tx.InsertEvent(ctx, store.NewEvent{ID: id, Host: "hostA", Kind: contract.KindAlert, Fingerprint: "fp",
+			RegistrationIDs: regs, Deadline: now + contract.EventLifetime.Milliseconds(), Quota: 100}, now)
+		if err != nil {
+			return err
+		}
+		for _, reg := range regs {
+			added, _, err := tx.AddRecipient(ctx, store.Recipient{EventID: id, RegistrationID: reg, Host: "hostA",
+				Fingerprint: "fp", Kind: contract.KindAlert, BatchID: "b-" + id + "-" + reg}, now)
+			if err != nil {
+				return err
+			}
+			if !added {
+				t.Errorf("recipient %s of %s not recorded", reg, id)
+			}
+		}
+		return nil
+	})
+}
+
+// recipientsOf returns the stored recipients as event/registration pairs,
+// in order, and fails t if any has no event.
+func recipientsOf(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT r.event_id || '/' || r.registration_id, e.event_id IS NOT NULL
+		FROM push_event_recipients r LEFT JOIN push_events e ON e.event_id = r.event_id
+		ORDER BY r.event_id, r.registration_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var (
+			pair  string
+			event bool
+		)
+		if err := rows.Scan(&pair, &event); err != nil {
+			t.Fatal(err)
+		}
+		if !event {
+			t.Errorf("recipient %s outlived its event", pair)
+		}
+		out = append(out, pair)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPruneRecipientsWithTheirEvent: an event past the retention goes with
+// every recipient it has, also one recorded after it (a send that repeated
+// its id) and younger than the retention itself (migration 0011); a chunk
+// counts events, and no chunk leaves a recipient without its event (both
+// databases).
+func TestPruneRecipientsWithTheirEvent(t *testing.T) {
+	ctx := context.Background()
+	const t0 = 1_000_000_000
+	retention := contract.Retention.Milliseconds()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			opts := d.Options(t)
+			s := openAgain(t, opts)
+			db := storetest.SQL(t, opts)
+			p1, p2 := mustDevice(t, s, "hostA", "phone"), mustDevice(t, s, "hostA", "tablet")
+			recordEvent(t, s, "e1", t0, p1)
+			recordEvent(t, s, "e2", t0+10, p1, p2)
+			recordEvent(t, s, "e1", t0+60_000, p2) // later, within e1's life
+			recordEvent(t, s, "e3", t0+120_000, p1)
+			if got := recipientsOf(t, db); len(got) != 5 {
+				t.Fatalf("recipients %v, want 5", got)
+			}
+
+			// The cut-off falls between e2 and e1's second recipient.
+			now := t0 + 30_000 + retention
+			for _, want := range []struct {
+				events, recipients int64
+				left               []string
+			}{
+				{1, 2, []string{"e2/" + p1, "e2/" + p2, "e3/" + p1}},
+				{1, 2, []string{"e3/" + p1}},
+				{0, 0, []string{"e3/" + p1}},
+			} {
+				n, err := s.Prune(ctx, now, contract.HostRetention.Milliseconds(), retention, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n["push_events"] != want.events || n["push_event_recipients"] != want.recipients {
+					t.Errorf("pruned %d events and %d recipients, want %d and %d",
+						n["push_events"], n["push_event_recipients"], want.events, want.recipients)
+				}
+				slices.Sort(want.left) // registration ids are random
+				if diff := cmp.Diff(want.left, recipientsOf(t, db)); diff != "" {
+					t.Errorf("recipients left (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestMigrationDropsOrphanRecipients: migration 0011 deletes the recipients
+// an earlier prune left without their event, keeps every other, and drops
+// the index of recipients by time (both databases).
+func TestMigrationDropsOrphanRecipients(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			opts := d.Options(t)
+			s := openAgain(t, opts)
+			db := storetest.SQL(t, opts)
+			p := mustDevice(t, s, "hostA", "phone")
+			recordEvent(t, s, "kept", 1000, p)
+			for _, q := range []string{
+				`INSERT INTO push_event_recipients (event_id, registration_id, created_at) VALUES ('gone', 'r', 1)`,
+				`CREATE INDEX push_event_recipients_created ON push_event_recipients (created_at)`,
+				`DELETE FROM push_schema_migrations WHERE version = 11`,
+			} {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			openAgain(t, opts)
+			if diff := cmp.Diff([]string{"kept/" + p}, recipientsOf(t, db)); diff != "" {
+				t.Errorf("recipients after the migration (-want +got):\n%s", diff)
+			}
+			q := `SELECT COUNT(*) FROM pg_indexes WHERE indexname = $1`
+			if d.Name != "postgres" {
+				q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = $1`
+			}
+			var n int
+			if err := db.QueryRow(q, "push_event_recipients_created").Scan(&n); err != nil || n != 0 {
+				t.Errorf("%d indexes push_event_recipients_created (%v), want none", n, err)
+			}
+		})
 	}
 }
