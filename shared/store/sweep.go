@@ -121,16 +121,16 @@ func (s *Store) Prune(ctx context.Context, now, hostRetention, retention int64, 
 // pruneEvents deletes at most limit events created before before, with
 // their recipients, in one transaction, and returns how many of each it
 // deleted. A recipient goes with its event, not by its own time (migration
-// 0011): a receipt reads it through its event (Store.Receipts), and one
+// 0011): a receipt reads it through its event (Store.Receipts). One
 // recorded after its event, by a send that repeated the event's id while
-// the event lived, is kept no longer than the event's lifetime less than
-// the retention.
+// the event lived, so goes at most the event's lifetime before its own
+// retention would have let it go.
 //
-// PostgreSQL deletes both in one statement, whose parts see one snapshot:
-// a concurrent prune cannot delete an event between them and leave its
-// recipients behind. SQLite has no DELETE in a WITH; its transaction, the
-// only writer from its first write, deletes the recipients of the events
-// the second statement then deletes, both chosen in one order.
+// PostgreSQL deletes both in one statement: a recipient goes in the
+// statement that deletes its event, whatever runs beside it. SQLite has no
+// DELETE in a WITH; its transaction, the only writer from its first write,
+// deletes the recipients of the events the second statement then deletes,
+// both chosen in one order.
 func (s *Store) pruneEvents(ctx context.Context, before int64, limit int) (events, recipients int64, err error) {
 	if _, pg := s.dialect.(postgresDialect); pg {
 		err := s.db.QueryRowContext(ctx, `WITH events AS (

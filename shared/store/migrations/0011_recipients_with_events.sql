@@ -2,7 +2,7 @@
 -- time: a receipt reads an event's recipients through the event
 -- (store.Receipts), so a recipient whose event is gone tells nothing, and
 -- the index on created_at that the prune read was written on every send,
--- once per registration, for the prune alone (20,000 of PostgreSQL's
+-- once per registration, for the prune alone (8,000 of PostgreSQL's
 -- instructions per recipient, scripts/pgcount -mode push).
 --
 -- The recipients an earlier prune left without their event (one recorded
