@@ -79,28 +79,26 @@ func TestPayloadStoredExternal(t *testing.T) {
 	}
 }
 
-// recordEvent records event id of hostA at now for regs, each a recipient:
-// the event when it is new, and the recipients it does not have yet.
+// recordEvent records event id of hostA at now for regs, each a recipient,
+// as a send does (StartSend): the event when it is new, and the recipients
+// it does not have yet.
 func recordEvent(t *testing.T, s *store.Store, id string, now int64, regs ...string) {
 	t.Helper()
-	ctx := context.Background()
+	start := store.SendStart{Add: true, NoJoin: true, Event: store.NewEvent{ID: id, Host: "hostA",
+		Kind: contract.KindAlert, Fingerprint: "fp", RegistrationIDs: regs,
+		Deadline: now + contract.EventLifetime.Milliseconds(), Quota: 100}}
+	for _, reg := range regs {
+		start.Recipients = append(start.Recipients, store.Recipient{EventID: id, RegistrationID: reg, Host: "hostA",
+			Fingerprint: "fp", Kind: contract.KindAlert, BatchID: "b-" + id + "-" + reg})
+	}
 	mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
-		err := tx.InsertEvent(ctx, store.NewEvent{ID: id, Host: "hostA", Kind: contract.KindAlert, Fingerprint: "fp",
-			RegistrationIDs: regs, Deadline: now + contract.EventLifetime.Milliseconds(), Quota: 100}, now)
-		if err != nil {
-			return err
-		}
-		for _, reg := range regs {
-			added, _, err := tx.AddRecipient(ctx, store.Recipient{EventID: id, RegistrationID: reg, Host: "hostA",
-				Fingerprint: "fp", Kind: contract.KindAlert, BatchID: "b-" + id + "-" + reg}, now)
-			if err != nil {
-				return err
-			}
+		got, err := tx.StartSend(context.Background(), start, now)
+		for i, added := range got.Added {
 			if !added {
-				t.Errorf("recipient %s of %s not recorded", reg, id)
+				t.Errorf("recipient %s of %s not recorded", regs[i], id)
 			}
 		}
-		return nil
+		return err
 	})
 }
 

@@ -10,7 +10,9 @@
 -- here on Store.Prune deletes an event's recipients in the transaction that
 -- deletes it. An instance of the previous version still running prunes
 -- recipients by created_at without the index (a scan, correct) until it is
--- replaced.
+-- replaced. The DELETE (a scan of the recipients, one day of them) comes
+-- first, so that DROP INDEX's exclusive lock, which makes sends wait, is
+-- held only from the DROP to the commit.
 DELETE FROM push_event_recipients
     WHERE NOT EXISTS (SELECT 1 FROM push_events e WHERE e.event_id = push_event_recipients.event_id);
 DROP INDEX push_event_recipients_created;
