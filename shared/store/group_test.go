@@ -720,6 +720,13 @@ func waitForLockWaiters(t *testing.T, db *sql.DB, n int64, hosts ...string) {
 // transaction holds hostA's lock they wait for it; then they share one round
 // trip and transaction, and each claim sees the one before it: exactly one
 // of the registration's batches is leased, and hostB's is.
+//
+// The round trips are those after the holder lets go (its own COMMIT among
+// them). A round whose group lands on a pool connection that has not yet
+// prepared the claim's statement makes one more (Parse/Describe), which
+// pool's choice of connection decides: the fewest of the rounds after the
+// first is held to 1 (claims that did not share would make 4 in every
+// round), instead of the last round's alone, which read 2 in one CI run.
 func TestClaimsShareTransactions(t *testing.T) {
 	ctx := context.Background()
 	s, opts, rt := groupStore(t)
@@ -732,7 +739,8 @@ func TestClaimsShareTransactions(t *testing.T) {
 		t.Helper()
 		waitForLockWaiters(t, db, n, host)
 	}
-	for round := range 3 { // the first two prepare the statements on the connections
+	fewest := int64(-1)
+	for round := range 4 { // the first prepares the statements on a connection
 		regA := mustDevice(t, s, hostA, fmt.Sprintf("phone%d", round))
 		regB := mustDevice(t, s, hostB, fmt.Sprintf("phone%d", round))
 		blocked := insertBatches(t, s, hostC, mustDevice(t, s, hostC, fmt.Sprintf("phone%d", round)), 1)[0]
@@ -777,9 +785,12 @@ func TestClaimsShareTransactions(t *testing.T) {
 			t.Errorf("round %d: %d of the registration's 3 batches leased and hostB's %v, want 1 and true",
 				round, leased, claims[3].Leased)
 		}
-		if round == 2 && trips != 1 {
-			t.Errorf("four claims took %d round trips together, want 1", trips)
+		if round > 0 && (fewest < 0 || trips < fewest) {
+			fewest = trips
 		}
+	}
+	if fewest != 1 {
+		t.Errorf("four claims took at least %d round trips together in each round, want 1", fewest)
 	}
 }
 
