@@ -4,29 +4,55 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
 
-// DecodeNotifications reads a JSON array of notifications as
-// [AppendNotifications] wrote it: the payload of a delivery batch. Like
-// [Notification.UnmarshalJSON] it checks the shape, not the limits. Batch
-// payloads are read on every coalescing decision, so it scans the exact form
-// [Notification.AppendJSON] writes directly and falls back to encoding/json
-// for anything else; both read the same notifications.
-func DecodeNotifications(payload []byte) ([]Notification, error) {
-	if ns, ok := scanNotifications(payload); ok {
+// DecodeNotifications appends to dst the notifications of payload, a JSON
+// array of them as [AppendNotifications] wrote it: the payload of a
+// delivery batch. Like [Notification.UnmarshalJSON] it checks the shape, not
+// the limits. Batch payloads are read on every coalescing decision, so it
+// scans the exact form [Notification.AppendJSON] writes directly and falls
+// back to encoding/json for anything else; both read the same
+// notifications. On error it returns dst as it was.
+func DecodeNotifications(dst []Notification, payload []byte) ([]Notification, error) {
+	if ns, ok := scan(dst, payload, false); ok {
 		return ns, nil
 	}
 	var stored []storedNotification
 	if err := json.Unmarshal(payload, &stored); err != nil {
-		return nil, fmt.Errorf("decode notifications: %w", err)
+		return dst, fmt.Errorf("decode notifications: %w", err)
 	}
-	out := make([]Notification, len(stored))
 	for i := range stored {
-		out[i] = stored[i].notification()
+		dst = append(dst, stored[i].notification())
 	}
-	return out, nil
+	return dst, nil
+}
+
+// DecodeSummaries is [DecodeNotifications] keeping only the fields a
+// summary reads of its members before the latest one: NotificationID, Seq,
+// Epoch, Kind, AgentState and Urgency. Every other field is left zero,
+// unread but checked as DecodeNotifications checks it, so both accept the
+// same payloads. A coalescing join reads the open batch this way: it learns
+// whether one more member still summarises without building the title,
+// body and routing fields of members the summary does not show.
+func DecodeSummaries(dst []Notification, payload []byte) ([]Notification, error) {
+	if ns, ok := scan(dst, payload, true); ok {
+		return ns, nil
+	}
+	n := len(dst)
+	dst, err := DecodeNotifications(dst, payload)
+	for i := n; i < len(dst); i++ {
+		dst[i] = summaryFields(&dst[i])
+	}
+	return dst, err
+}
+
+// summaryFields is n with only the fields DecodeSummaries keeps.
+func summaryFields(n *Notification) Notification {
+	return Notification{NotificationID: n.NotificationID, Seq: n.Seq, Epoch: n.Epoch, Kind: n.Kind,
+		AgentState: n.AgentState, Urgency: n.Urgency}
 }
 
 // AppendNotifications appends ns as a JSON array of their stored form
@@ -76,26 +102,33 @@ func (s *storedNotification) notification() Notification {
 
 // storedScanner reads the exact bytes AppendJSON writes: its keys in its
 // order, strings escaped as AppendJSString escapes them. Any other input,
-// valid JSON or not, makes it give up (ok false).
+// valid JSON or not, makes it give up (ok false). With summary set it keeps
+// only the fields DecodeSummaries keeps.
 type storedScanner struct {
-	b  []byte
-	i  int
-	ok bool
+	b       []byte
+	i       int
+	ok      bool
+	summary bool
 }
 
-func scanNotifications(b []byte) ([]Notification, bool) {
-	s := storedScanner{b: b, ok: true}
-	out := make([]Notification, 0, bytes.Count(b, []byte(`{"`)))
+// scan appends to dst the notifications of the array b read with a
+// storedScanner; when it gives up it returns dst as it was.
+func scan(dst []Notification, b []byte, summary bool) ([]Notification, bool) {
+	s := storedScanner{b: b, ok: true, summary: summary}
+	out := slices.Grow(dst, bytes.Count(b, []byte(`{"`)))
 	if !s.lit("[") {
-		return nil, false
+		return dst, false
 	}
 	for s.ok && !s.lit("]") {
-		if len(out) > 0 && !s.lit(",") {
-			return nil, false
+		if len(out) > len(dst) && !s.lit(",") {
+			return dst, false
 		}
 		out = append(out, s.notification())
 	}
-	return out, s.ok && s.i == len(b)
+	if !s.ok || s.i != len(b) {
+		return dst, false
+	}
+	return out, true
 }
 
 // notification scans one object, optional keys included only when present.
@@ -111,36 +144,40 @@ func (s *storedScanner) notification() Notification {
 	s.expect(`,"notificationEpoch":`)
 	n.Epoch = s.str()
 	s.expect(`,"source":`)
-	n.Source = Source(s.str())
+	n.Source = Source(s.field())
 	if s.lit(`,"sound":`) {
 		b := s.lit("true")
 		if !b {
 			s.expect("false")
 		}
-		n.Sound = &b
+		if !s.summary {
+			n.Sound = &b
+		}
 	}
 	if s.lit(`,"kind":`) {
 		n.Kind = Kind(s.str())
 	}
 	if s.lit(`,"expiresAt":`) {
-		n.ExpiresAt = s.int()
+		if v := s.int(); !s.summary {
+			n.ExpiresAt = v
+		}
 	}
 	s.expect(`,"agentState":`)
 	if !s.lit("null") {
 		n.AgentState = AgentState(s.str())
 	}
 	s.expect(`,"title":`)
-	n.Title = s.str()
+	n.Title = s.field()
 	s.expect(`,"body":`)
-	n.Body = s.str()
+	n.Body = s.field()
 	if s.lit(`,"worktreeId":`) {
-		n.WorktreeID = s.str()
+		n.WorktreeID = s.field()
 	}
 	if s.lit(`,"paneKey":`) {
-		n.PaneKey = s.str()
+		n.PaneKey = s.field()
 	}
 	if s.lit(`,"executionHost":`) {
-		n.ExecutionHost = s.str()
+		n.ExecutionHost = s.field()
 	}
 	if s.lit(`,"urgency":`) {
 		n.Urgency = Urgency(s.str())
@@ -184,6 +221,35 @@ func (s *storedScanner) int() int64 {
 	}
 	s.i = j
 	return v
+}
+
+// field scans a string that a summary does not read: as str does, or, with
+// summary set, checking it without keeping it. A skipped string's UTF-8 is
+// not checked: encoding/json reads invalid UTF-8 too (as U+FFFD), so the
+// fallback would accept it as well, and drop it the same way.
+func (s *storedScanner) field() string {
+	if !s.summary {
+		return s.str()
+	}
+	if !s.lit(`"`) {
+		s.ok = false
+		return ""
+	}
+	for j := s.i; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			s.i = j + 1
+			return ""
+		case c == '\\':
+			s.escaped(s.i) // rare: checked as str checks it, then dropped
+			return ""
+		case c < 0x20:
+			s.ok = false
+			return ""
+		}
+	}
+	s.ok = false
+	return ""
 }
 
 // str scans a string as AppendJSString writes it: raw valid UTF-8 with '"',

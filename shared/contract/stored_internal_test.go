@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // storedPool holds what AppendJSString escapes, what only other encoders
@@ -79,12 +80,12 @@ func TestScanNotifications(t *testing.T) {
 			ns[j] = randStored(r)
 		}
 		payload := AppendNotifications(nil, ns)
-		got, ok := scanNotifications(payload)
+		got, ok := scan(nil, payload, false)
 		if !ok {
-			t.Fatalf("case %d: scanNotifications gave up on %s", i, payload)
+			t.Fatalf("case %d: scan gave up on %s", i, payload)
 		}
 		if diff := cmp.Diff(ns, got); diff != "" {
-			t.Fatalf("case %d: scanNotifications (-want +got):\n%s", i, diff)
+			t.Fatalf("case %d: scan (-want +got):\n%s", i, diff)
 		}
 		slow, err := fallback(t, payload)
 		if err != nil {
@@ -101,10 +102,10 @@ func TestScanNotifications(t *testing.T) {
 		strings.Replace(canonical, `"notificationSeq":1,"notificationEpoch":"e"`, `"notificationEpoch":"e","notificationSeq":1`, 1),
 		strings.Replace(canonical, `"title":"t"`, `"title":"\u0074"`, 1),
 	} {
-		if _, ok := scanNotifications([]byte(other)); ok {
-			t.Errorf("scanNotifications accepted the non-canonical %s", other)
+		if _, ok := scan(nil, []byte(other), false); ok {
+			t.Errorf("scan accepted the non-canonical %s", other)
 		}
-		got, err := DecodeNotifications([]byte(other))
+		got, err := DecodeNotifications(nil, []byte(other))
 		if err != nil || len(got) != 1 || got[0].Title != "t" || got[0].Seq != 1 {
 			t.Errorf("DecodeNotifications(%s) = %+v, %v", other, got, err)
 		}
@@ -120,7 +121,7 @@ func FuzzScanNotifications(f *testing.F) {
 	}
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		got, ok := scanNotifications(payload)
+		got, ok := scan(nil, payload, false)
 		if !ok {
 			return
 		}
@@ -128,8 +129,83 @@ func FuzzScanNotifications(f *testing.F) {
 		if err != nil {
 			t.Fatalf("scanner accepted what encoding/json refuses (%v): %q", err, payload)
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("scanner and encoding/json differ on %q (-json +scan):\n%s", payload, diff)
+		}
+	})
+}
+
+// summariesOf is ns with only the fields DecodeSummaries keeps.
+func summariesOf(ns []Notification) []Notification {
+	out := make([]Notification, len(ns))
+	for i := range ns {
+		out[i] = summaryFields(&ns[i])
+	}
+	return out
+}
+
+// TestDecodeSummaries: the summary scanner reads everything
+// AppendNotifications writes, and what it reads is DecodeNotifications'
+// notifications with only the summary's fields; non-canonical forms and
+// malformed payloads go as they go for DecodeNotifications.
+func TestDecodeSummaries(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for i := range 300 {
+		ns := make([]Notification, 1+r.IntN(4))
+		for j := range ns {
+			ns[j] = randStored(r)
+		}
+		payload := AppendNotifications(nil, ns)
+		got, ok := scan(nil, payload, true)
+		if !ok {
+			t.Fatalf("case %d: the summary scan gave up on %s", i, payload)
+		}
+		if diff := cmp.Diff(summariesOf(ns), got); diff != "" {
+			t.Fatalf("case %d: summary scan (-want +got):\n%s", i, diff)
+		}
+	}
+	canonical := `[{"notificationId":"a","notificationSeq":1,"notificationEpoch":"e","source":"plugin","agentState":"needs-input","title":"t","body":"","urgency":"normal"}]`
+	want := []Notification{{NotificationID: "a", Seq: 1, Epoch: "e", AgentState: AgentNeedsInput, Urgency: UrgencyNormal}}
+	for _, other := range []string{
+		`[ ` + canonical[1:],
+		strings.Replace(canonical, `"title":"t"`, `"title":"\u0074"`, 1),
+		strings.Replace(canonical, `"title":"t"`, "\"title\":\"\xff\"", 1),
+	} {
+		if got, err := DecodeSummaries(nil, []byte(other)); err != nil || !cmp.Equal(want, got) {
+			t.Errorf("DecodeSummaries(%s) = %+v, %v; want %+v", other, got, err, want)
+		}
+	}
+	for _, bad := range []string{
+		strings.Replace(canonical, `"title":"t"`, "\"title\":\"\x01\"", 1),
+		strings.Replace(canonical, `"title":"t"`, `"title":"\q"`, 1),
+		strings.Replace(canonical, `"body":""`, `"body":3`, 1),
+		canonical[:len(canonical)-1],
+	} {
+		if got, err := DecodeSummaries(nil, []byte(bad)); err == nil {
+			t.Errorf("DecodeSummaries(%q) = %+v, nil error", bad, got)
+		}
+	}
+}
+
+// FuzzDecodeSummaries: whatever the summary scanner accepts, encoding/json
+// reads too, with the same summary fields.
+func FuzzDecodeSummaries(f *testing.F) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for range 8 {
+		f.Add(AppendNotifications(nil, []Notification{randStored(r), randStored(r)}))
+	}
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		got, ok := scan(nil, payload, true)
+		if !ok {
+			return
+		}
+		want, err := fallback(t, payload)
+		if err != nil {
+			t.Fatalf("summary scanner accepted what encoding/json refuses (%v): %q", err, payload)
+		}
+		if diff := cmp.Diff(summariesOf(want), got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("summary scanner and encoding/json differ on %q (-json +scan):\n%s", payload, diff)
 		}
 	})
 }

@@ -26,7 +26,7 @@ func TestStoredNotificationsRoundTrip(t *testing.T) {
 			Kind: contract.KindDismiss, AgentState: contract.AgentFinished, Title: "t", Body: "b"},
 	}
 	payload := contract.AppendNotifications(nil, ns)
-	got, err := contract.DecodeNotifications(payload)
+	got, err := contract.DecodeNotifications(nil, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,13 +38,45 @@ func TestStoredNotificationsRoundTrip(t *testing.T) {
 	}
 	// A row stored before urgency existed reads as absent: high.
 	olderRow := `[{"notificationId":"n1","notificationSeq":1,"notificationEpoch":"e","source":"plugin","agentState":null,"title":"t","body":"","executionHost":"runtime:h"}]`
-	if got, err := contract.DecodeNotifications([]byte(olderRow)); err != nil || len(got) != 1 || got[0].Urgency != "" ||
+	if got, err := contract.DecodeNotifications(nil, []byte(olderRow)); err != nil || len(got) != 1 || got[0].Urgency != "" ||
 		got[0].EffectiveUrgency() != contract.UrgencyHigh || got[0].ExecutionHost != "runtime:h" {
 		t.Errorf("DecodeNotifications(older row) = %+v, %v", got, err)
 	}
 	for _, bad := range []string{``, `{}`, `[1]`, `["x"]`, `[{"notificationSeq":"1"}]`} {
-		if _, err := contract.DecodeNotifications([]byte(bad)); err == nil {
+		if _, err := contract.DecodeNotifications(nil, []byte(bad)); err == nil {
 			t.Errorf("DecodeNotifications(%q) = nil error", bad)
+		}
+	}
+}
+
+// TestDecodeAppends: both decoders append to dst and leave it as it was on
+// error, in their scan and in their encoding/json fallback.
+func TestDecodeAppends(t *testing.T) {
+	first := contract.Notification{NotificationID: "first", Seq: 1, Epoch: "e", Source: contract.SourcePlugin, Title: "t"}
+	second := contract.Notification{NotificationID: "second", Seq: 2, Epoch: "e", Source: contract.SourcePlugin,
+		Title: "t", Body: "b", Urgency: contract.UrgencyNormal}
+	canonical := contract.AppendNotifications(nil, []contract.Notification{second})
+	other := []byte(" " + string(canonical)) // read by the fallback
+	summary := contract.Notification{NotificationID: "second", Seq: 2, Epoch: "e", Urgency: contract.UrgencyNormal}
+	for _, tt := range []struct {
+		name string
+		dec  func([]contract.Notification, []byte) ([]contract.Notification, error)
+		want contract.Notification
+	}{
+		{"DecodeNotifications", contract.DecodeNotifications, second},
+		{"DecodeSummaries", contract.DecodeSummaries, summary},
+	} {
+		for _, payload := range [][]byte{canonical, other} {
+			got, err := tt.dec([]contract.Notification{first}, payload)
+			if diff := cmp.Diff([]contract.Notification{first, tt.want}, got); err != nil || diff != "" {
+				t.Errorf("%s(dst, %s) = %v (-want +got):\n%s", tt.name, payload, err, diff)
+			}
+		}
+		for _, bad := range []string{`[1]`, `[{"notificationSeq":"1"}]`, string(canonical) + ","} {
+			got, err := tt.dec([]contract.Notification{first}, []byte(bad))
+			if err == nil || len(got) != 1 || got[0].NotificationID != "first" {
+				t.Errorf("%s(dst, %q) = %+v, %v; want dst as it was and an error", tt.name, bad, got, err)
+			}
 		}
 	}
 }

@@ -87,7 +87,7 @@ func (a *Admission) join(ev *event, reg string, open store.OpenBatch, deadline i
 		min(open.ExpiresAt, deadline) < open.DueAt+contract.DispatchMargin.Milliseconds() {
 		return "", 0, false, nil
 	}
-	members, err := a.payloads.decode(open.ID, reg, open.Payload, false)
+	members, err := a.payloads.summaries(open.ID, reg, open.Payload)
 	if errors.Is(err, seal.ErrUnopenable) {
 		return "", 0, false, nil
 	}

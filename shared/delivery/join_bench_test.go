@@ -38,8 +38,8 @@ func benchAdmission(b *testing.B) *Admission {
 	return &Admission{payloads: payloads{sealtest.Ring(b)}}
 }
 
-// BenchmarkJoin measures the join decision (decoding the open batch, then
-// building both provider payloads) when the 2nd, 16th and 27th typical alert
+// BenchmarkJoin measures the join decision (opening the open batch's
+// members for their summary fields, then building both provider payloads) when the 2nd, 16th and 27th typical alert
 // arrives; 27 is the most such alerts (with a UUID epoch) that fit.
 func BenchmarkJoin(b *testing.B) {
 	adm := benchAdmission(b)
@@ -72,6 +72,7 @@ func BenchmarkJoinParts(b *testing.B) {
 		fn   func()
 	}{
 		{"decode", func() { p.decode(open.ID, "r", open.Payload, false) }},
+		{"summaries", func() { p.summaries(open.ID, "r", open.Payload) }},
 		{"build", func() { push.Build("AbCdEfGhIjKlMnOp", members, 1000) }},
 		{"apns", func() { apns.Body(m) }},
 		{"fcm", func() { fcm.Size(m) }},

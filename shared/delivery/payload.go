@@ -2,9 +2,11 @@ package delivery
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/seal"
@@ -106,19 +108,34 @@ func (p payloads) appendMember(b []byte, batchID, reg string, n *contract.Notifi
 	return append(b, '}')
 }
 
+// memberCap is room enough for what appendMember appends for n, whose
+// stored JSON is plain: the sealed text, the framing, and the
+// notificationId (printable ASCII, each byte escaped in at most two).
+func (p payloads) memberCap(n *contract.Notification, plain []byte) int {
+	return len(sealedPrefix+v2+`"`+idField+`""}`) + p.keys.SealedLen(len(plain)) + 2*len(n.NotificationID)
+}
+
 // single is the payload of batch batchID of registration reg holding ev's
 // notification alone.
 func (p payloads) single(batchID, reg string, ev *event) string {
-	b := append(make([]byte, 0, 64+len(ev.item)*4/3), '[')
+	b := append(make([]byte, 0, 2+p.memberCap(ev.n, ev.item)), '[')
 	return string(append(p.appendMember(b, batchID, reg, ev.n, ev.item), ']'))
 }
 
 // join is payload, batch batchID's stored non-empty array, with ev's
-// notification appended: joining an alert rewrites no earlier member.
+// notification appended: joining an alert rewrites no earlier member. The
+// joined payload is written once, in a buffer of its size: it is as large
+// as the batch (up to contract.MaxBatchMembers sealed members), and a join
+// writes it on every coalesced send.
 func (p payloads) join(payload, batchID, reg string, ev *event) string {
-	b := append(make([]byte, 0, len(payload)+64+len(ev.item)*4/3), payload[:len(payload)-1]...)
-	b = append(b, ',')
-	return string(append(p.appendMember(b, batchID, reg, ev.n, ev.item), ']'))
+	m := p.appendMember(make([]byte, 0, p.memberCap(ev.n, ev.item)), batchID, reg, ev.n, ev.item)
+	var b strings.Builder
+	b.Grow(len(payload) + 1 + len(m))
+	b.WriteString(payload[:len(payload)-1])
+	b.WriteByte(',')
+	b.Write(m)
+	b.WriteByte(']')
+	return b.String()
 }
 
 // encode is the payload of batch batchID of registration reg holding ns,
@@ -143,10 +160,11 @@ func OpenMembers(keys *seal.Ring, b store.Batch) ([]contract.Notification, error
 }
 
 // member is a stored member as read: its sealed text and the notificationId
-// stored beside it (the JSON string, nil when absent), or, stored before
-// sealing, the notification itself (clear, sealed nil).
+// stored beside it (the JSON string, empty when absent), or, stored before
+// sealing, the notification itself (clear, never empty when it is one).
+// Its strings share the payload's bytes.
 type member struct {
-	sealed, id, clear []byte
+	sealed, id, clear string
 }
 
 // decode returns the members of batch batchID of registration reg; plain
@@ -155,14 +173,30 @@ type member struct {
 // in the clear where it may not be, or its clear notificationId is not its
 // sealed one, its error wraps seal.ErrUnopenable.
 func (p payloads) decode(batchID, reg, payload string, plain bool) ([]contract.Notification, error) {
-	ms, ok := scanFast([]byte(payload))
+	return p.read(batchID, reg, payload, plain, contract.DecodeNotifications)
+}
+
+// summaries is decode for a coalescing join, which refuses members in the
+// clear: the members hold only the fields contract.DecodeSummaries keeps,
+// all a summary reads of the members before its latest.
+func (p payloads) summaries(batchID, reg, payload string) ([]contract.Notification, error) {
+	return p.read(batchID, reg, payload, false, contract.DecodeSummaries)
+}
+
+// decoder appends to dst the notifications of a JSON array of them:
+// contract.DecodeNotifications or contract.DecodeSummaries.
+type decoder func(dst []contract.Notification, payload []byte) ([]contract.Notification, error)
+
+// read is decode with the opened members read by dec.
+func (p payloads) read(batchID, reg, payload string, plain bool, dec decoder) ([]contract.Notification, error) {
+	ms, ok := scanFast(payload)
 	if !ok {
 		var err error
 		if ms, err = scanAny([]byte(payload)); err != nil {
 			return nil, fmt.Errorf("batch %s: %w", batchID, err)
 		}
 	}
-	ns, err := p.open(ms, batchID, reg, plain, len(payload))
+	ns, err := p.open(ms, batchID, reg, plain, dec)
 	if err != nil {
 		return nil, fmt.Errorf("batch %s: %w", batchID, err)
 	}
@@ -170,59 +204,70 @@ func (p payloads) decode(batchID, reg, payload string, plain bool) ([]contract.N
 }
 
 // open opens ms, the members of batch batchID of registration reg, into
-// their notifications (see decode), in one buffer of size bytes or more.
-func (p payloads) open(ms []member, batchID, reg string, plain bool, size int) ([]contract.Notification, error) {
-	out := make([]byte, 1, size)
-	out[0] = '['
-	ad := make([]byte, 0, 64+len(batchID)+len(reg))
-	for i, m := range ms {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		if m.sealed == nil {
+// their notifications read by dec (see decode). Each member is opened into
+// one scratch buffer and read from it, so a batch is never held opened
+// whole; the notifications have room for one more, which a join appends.
+// A member that opens under no key fails the batch before one that opens
+// into something dec refuses, wherever the two stand.
+func (p payloads) open(ms []member, batchID, reg string, plain bool, dec decoder) ([]contract.Notification, error) {
+	ns := make([]contract.Notification, 0, len(ms)+1)
+	var (
+		buf    = make([]byte, 0, 1024)
+		sealed = make([]byte, 0, 1024)
+		ad     = make([]byte, 0, 64+len(batchID)+len(reg))
+		id     []byte
+		decErr error
+	)
+	for _, m := range ms {
+		buf = append(buf[:0], '[')
+		if m.clear != "" {
 			if !plain {
 				return nil, errPlainMember
 			}
-			out = append(out, m.clear...)
+			buf = append(buf, m.clear...)
+		} else {
+			text, ok := strings.CutPrefix(m.sealed, v2)
+			id = append(id[:0], m.id...)
+			if ok {
+				ad = adV2(ad[:0], batchID, reg, id)
+			} else {
+				ad = adV1(ad[:0], batchID, reg)
+			}
+			var err error
+			sealed = append(sealed[:0], text...)
+			if buf, err = p.keys.Open(buf, sealed, ad); err != nil {
+				return nil, err
+			}
+		}
+		n := len(ns)
+		var err error
+		if ns, err = dec(ns, append(buf, ']')); err != nil || decErr != nil {
+			decErr = cmp.Or(decErr, err)
 			continue
 		}
-		sealed, ok := bytes.CutPrefix(m.sealed, []byte(v2))
-		if ok {
-			ad = adV2(ad[:0], batchID, reg, m.id)
-		} else {
-			ad = adV1(ad[:0], batchID, reg)
+		if len(ns) != n+1 {
+			return nil, errClearID
 		}
-		var err error
-		if out, err = p.keys.Open(out, sealed, ad); err != nil {
-			return nil, err
-		}
-	}
-	ns, err := contract.DecodeNotifications(append(out, ']'))
-	if err != nil {
-		return nil, err
-	}
-	if len(ns) != len(ms) {
-		return nil, errClearID
-	}
-	var id []byte
-	for i, m := range ms {
-		if m.sealed == nil {
+		if m.clear != "" {
 			continue
 		}
 		id = id[:0]
-		if ns[i].NotificationID != "" {
-			id = contract.AppendJSString(id, ns[i].NotificationID)
+		if ns[n].NotificationID != "" {
+			id = contract.AppendJSString(id, ns[n].NotificationID)
 		}
-		if !bytes.Equal(id, m.id) {
+		if string(id) != m.id {
 			return nil, errClearID
 		}
+	}
+	if decErr != nil {
+		return nil, decErr
 	}
 	return ns, nil
 }
 
 // scanFast reads a payload of sealed members exactly as appendMember writes
 // them. Any other form makes it give up (ok false).
-func scanFast(b []byte) (ms []member, ok bool) {
+func scanFast(b string) (ms []member, ok bool) {
 	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
 		return nil, false
 	}
@@ -233,17 +278,17 @@ func scanFast(b []byte) (ms []member, ok bool) {
 			}
 			i++
 		}
-		if !bytes.HasPrefix(b[i:], []byte(sealedPrefix)) {
+		if !strings.HasPrefix(b[i:], sealedPrefix) {
 			return nil, false
 		}
 		i += len(sealedPrefix)
-		end := bytes.IndexByte(b[i:], '"')
+		end := strings.IndexByte(b[i:], '"')
 		if end < 0 {
 			return nil, false
 		}
 		m := member{sealed: b[i : i+end]}
 		i += end + 1
-		if bytes.HasPrefix(b[i:], []byte(idField+`"`)) {
+		if strings.HasPrefix(b[i:], idField+`"`) {
 			start := i + len(idField)
 			if i = skipString(b, start+1); i < 0 {
 				return nil, false
@@ -261,7 +306,7 @@ func scanFast(b []byte) (ms []member, ok bool) {
 
 // skipString returns the index after the JSON string whose contents start
 // at i, or -1 when it does not end.
-func skipString(b []byte, i int) int {
+func skipString(b string, i int) int {
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case '\\':
@@ -296,7 +341,7 @@ func scanAny(b []byte) ([]member, error) {
 			return nil, fmt.Errorf("decode members: %w", err)
 		}
 		if probe.Sealed == nil {
-			ms[i].clear = r
+			ms[i].clear = string(r)
 			continue
 		}
 		var m sealedMember
@@ -305,7 +350,7 @@ func scanAny(b []byte) ([]member, error) {
 		if dec.Decode(&m) != nil {
 			return nil, errClearField
 		}
-		ms[i] = member{sealed: []byte(m.Sealed), id: m.NotificationID}
+		ms[i] = member{sealed: m.Sealed, id: string(m.NotificationID)}
 	}
 	return ms, nil
 }

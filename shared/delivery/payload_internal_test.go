@@ -2,10 +2,15 @@ package delivery
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/seal"
 	"onorca.dev/push/shared/seal/sealtest"
 )
@@ -134,11 +139,114 @@ func TestPlainMembersOnlyWhereAllowed(t *testing.T) {
 // instead of ending it as unopenable while an upgrade rolls out.
 func TestPreviousVersionLeavesNewSeals(t *testing.T) {
 	keys := sealtest.Ring(t)
-	ms, ok := scanFast([]byte(payloads{keys}.encode("b", "r", []contract.Notification{boundAlert("a")})))
+	ms, ok := scanFast(payloads{keys}.encode("b", "r", []contract.Notification{boundAlert("a")}))
 	if !ok || len(ms) != 1 {
 		t.Fatalf("scanFast = %+v, %v; want one member", ms, ok)
 	}
-	if _, err := keys.Open(nil, ms[0].sealed, adV1(nil, "b", "r")); !errors.Is(err, seal.ErrKeyNotHeld) {
+	if _, err := keys.Open(nil, []byte(ms[0].sealed), adV1(nil, "b", "r")); !errors.Is(err, seal.ErrKeyNotHeld) {
 		t.Fatalf("Open(%s) under the previous version = %v, want seal.ErrKeyNotHeld", ms[0].sealed, err)
+	}
+}
+
+// randomMember is a notification of any shape a batch can hold, with a
+// notificationId most of the time.
+func randomMember(r *rand.Rand, i int) contract.Notification {
+	pick := func(s ...string) string { return s[r.IntN(len(s))] }
+	n := contract.Notification{Seq: r.Int64N(1 << 40), Epoch: pick("e1", "e2", "3f1c2a9e-5b7d-4c1e-9a4f-1e2d3c4b5a69"),
+		Source:     contract.Source(pick(string(contract.SourcePlugin), string(contract.SourceAgentTaskComplete))),
+		Kind:       contract.Kind(pick("", "", "", string(contract.KindAlert), string(contract.KindDismiss))),
+		AgentState: contract.AgentState(pick("", string(contract.AgentFinished), string(contract.AgentNeedsInput))),
+		Title:      pick("Task finished", "<b>\"x\"</b>", "é😀"), Body: strings.Repeat("b\n", r.IntN(40)),
+		WorktreeID: pick("", "wt"), PaneKey: pick("", "pane", contract.SealedPaneKeyPrefix+"x"),
+		ExecutionHost: pick("", contract.ExecutionHostPrefix+"h"),
+		Urgency:       contract.Urgency(pick("", string(contract.UrgencyHigh), string(contract.UrgencyNormal)))}
+	if r.IntN(8) > 0 {
+		n.NotificationID = fmt.Sprintf("id-%d", i)
+	}
+	if r.IntN(2) == 0 {
+		sound := r.IntN(2) == 0
+		n.Sound = &sound
+	}
+	if r.IntN(2) == 0 {
+		n.ExpiresAt = 1 + r.Int64N(1<<41)
+	}
+	return n
+}
+
+// TestSummariesBuildTheSameMessage: a join reads the open batch with
+// summaries, which keeps only what a summary reads of the members before
+// its latest; for batches of every shape, adding any latest member builds
+// the same message (so the same decision: CanSummarize and fits read
+// nothing else) as reading every field does. The members come with room
+// for the one a join appends.
+func TestSummariesBuildTheSameMessage(t *testing.T) {
+	p := payloads{sealtest.Ring(t)}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 2000 {
+		ns := make([]contract.Notification, 1+r.IntN(contract.MaxBatchMembers))
+		for j := range ns {
+			ns[j] = randomMember(r, j)
+		}
+		payload := p.encode("b", "r", ns)
+		full, err := p.decode("b", "r", payload, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := p.summaries("b", "r", payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cap(sum) <= len(sum) {
+			t.Fatalf("case %d: summaries of %d members have capacity %d, want room for one more", i, len(sum), cap(sum))
+		}
+		latest := randomMember(r, len(ns))
+		want := push.Build("host", append(full, latest), 1000)
+		got := push.Build("host", append(sum, latest), 1000)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("case %d: the message built from summaries differs (-full +summaries):\n%s", i, diff)
+		}
+		if push.CanSummarize(append(full, latest)) != push.CanSummarize(append(sum, latest)) {
+			t.Fatalf("case %d: CanSummarize differs", i)
+		}
+	}
+}
+
+// TestUnopenableBeforeMalformed: a batch holding a member that opens under
+// no key and a member in the clear that is no notification fails as
+// unopenable, whichever stands first, as when the whole batch was opened
+// before it was read.
+func TestUnopenableBeforeMalformed(t *testing.T) {
+	p := payloads{sealtest.Ring(t)}
+	sealed := p.encode("b", "r", []contract.Notification{boundAlert("a")})
+	unopenable := strings.TrimSuffix(strings.TrimPrefix(p.encode("other", "r", []contract.Notification{boundAlert("a")}), "["), "]")
+	malformed := `{"notificationSeq":"one"}`
+	for _, payload := range []string{
+		"[" + malformed + "," + unopenable + "]",
+		"[" + unopenable + "," + malformed + "]",
+		"[" + malformed + "," + sealed[1:len(sealed)-1] + "," + unopenable + "]",
+	} {
+		if _, err := p.decode("b", "r", payload, true); !errors.Is(err, seal.ErrUnopenable) {
+			t.Errorf("decode(%s) = %v, want seal.ErrUnopenable", payload, err)
+		}
+	}
+	if _, err := p.decode("b", "r", "["+malformed+","+sealed[1:], true); err == nil || errors.Is(err, seal.ErrUnopenable) {
+		t.Errorf("decode(malformed, sealed) = %v, want the decode's error", err)
+	}
+}
+
+// TestMemberCap: memberCap leaves room for every member appendMember
+// writes, so a join's payload is written once at its size.
+func TestMemberCap(t *testing.T) {
+	p := payloads{sealtest.Ring(t)}
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 500 {
+		n := randomMember(r, i)
+		if i%3 == 0 {
+			n.NotificationID = `id"with\quotes` + strings.Repeat(`"`, r.IntN(20))
+		}
+		plain := n.AppendJSON(nil, true)
+		if got, room := len(p.appendMember(nil, "batch", "reg", &n, plain)), p.memberCap(&n, plain); got > room {
+			t.Fatalf("appendMember wrote %d bytes for %+v, memberCap is %d", got, n, room)
+		}
 	}
 }

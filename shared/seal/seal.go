@@ -178,6 +178,12 @@ func (r *Ring) Seal(dst, plaintext, ad []byte) []byte {
 	return base64.StdEncoding.AppendEncode(dst, buf)
 }
 
+// SealedLen is the number of bytes Seal appends for a plaintext of n bytes.
+func (r *Ring) SealedLen(n int) int {
+	k := r.keys[0]
+	return len(k.id) + 1 + len(xPrefix) + base64.StdEncoding.EncodedLen(k.x.NonceSize()+n+k.x.Overhead())
+}
+
 // Open appends to dst the plaintext Seal sealed into sealed with the same
 // ad, XChaCha20-Poly1305 or (sealed before it) AES-256-GCM. It returns
 // ErrKeyNotHeld when the ring holds no key of sealed's id, and ErrUnopenable

@@ -67,6 +67,26 @@ func TestSealOpens(t *testing.T) {
 // TestOpenRefuses: another row's additional data, a changed byte, an
 // unknown key id or another key under the same id open nothing; only the
 // unknown id is ErrKeyNotHeld, which another ring may open.
+// TestSealedLen: SealedLen is what Seal appends, for every length and for
+// the key that seals after WithSealKey.
+func TestSealedLen(t *testing.T) {
+	r, err := seal.ParseRing("k1:" + strings.Repeat("A", 43) + "=,long-key-id_2:" + strings.Repeat("B", 43) + "=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := r.WithSealKey("long-key-id_2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ring := range []*seal.Ring{r, other} {
+		for n := range 200 {
+			if got, want := len(ring.Seal([]byte("x"), make([]byte, n), []byte("ad"))), 1+ring.SealedLen(n); got != want {
+				t.Fatalf("%v: Seal of %d bytes appended %d, SealedLen says %d", ring, n, got-1, want-1)
+			}
+		}
+	}
+}
+
 func TestOpenRefuses(t *testing.T) {
 	r := mustRing(t, mustEntry(t, "k1"))
 	sealed := r.Seal(nil, []byte("text"), []byte("row-1"))
