@@ -55,6 +55,7 @@ var collected = regexp.MustCompile(`(?m)^==(\d+)== Collected : (\d+)$`)
 // the log of the last one is the failure's.
 func joinInstructions(t *testing.T, bin, dir string, n int) int64 {
 	t.Helper()
+	line := regexp.MustCompile(fmt.Sprintf(`(?m)^BenchmarkJoin/members=27\s+%d\s`, n))
 	var out []byte
 	for range 3 {
 		cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+filepath.Join(dir, "callgrind.%p"),
@@ -66,7 +67,6 @@ func joinInstructions(t *testing.T, bin, dir string, n int) int64 {
 		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GOGC=100", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off")
 		out, _ = cmd.CombinedOutput()
 		m := collected.FindSubmatch(out)
-		line := regexp.MustCompile(fmt.Sprintf(`(?m)^BenchmarkJoin/members=27\s+%d\s`, n))
 		if m == nil || !line.Match(out) || !bytes.Contains(out, []byte("=="+string(m[1])+"== Command:")) {
 			continue
 		}

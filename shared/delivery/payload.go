@@ -211,6 +211,8 @@ func (p payloads) read(batchID, reg, payload string, plain bool, dec decoder) ([
 // into something dec refuses, wherever the two stand.
 func (p payloads) open(ms []member, batchID, reg string, plain bool, dec decoder) ([]contract.Notification, error) {
 	ns := make([]contract.Notification, 0, len(ms)+1)
+	// A typical member is well under 1 KB sealed and opened; a larger one
+	// grows its buffer once.
 	var (
 		buf    = make([]byte, 0, 1024)
 		sealed = make([]byte, 0, 1024)
