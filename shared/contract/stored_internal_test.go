@@ -71,7 +71,8 @@ func fallback(t testing.TB, payload []byte) ([]Notification, error) {
 }
 
 // TestScanNotifications: the scanner reads everything AppendNotifications
-// writes, exactly as encoding/json does.
+// writes, exactly as encoding/json does; the summary scan reads the same
+// with only the summary's fields ([DecodeSummaries]).
 func TestScanNotifications(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 300 {
@@ -94,6 +95,13 @@ func TestScanNotifications(t *testing.T) {
 		if diff := cmp.Diff(slow, got); diff != "" {
 			t.Fatalf("case %d: scanner and encoding/json differ (-json +scan):\n%s", i, diff)
 		}
+		sum, ok := scan(nil, payload, true)
+		if !ok {
+			t.Fatalf("case %d: the summary scan gave up on %s", i, payload)
+		}
+		if diff := cmp.Diff(summariesOf(ns), sum); diff != "" {
+			t.Fatalf("case %d: summary scan (-want +got):\n%s", i, diff)
+		}
 	}
 	// Other valid forms are left to encoding/json, which reads them.
 	canonical := `[{"notificationSeq":1,"notificationEpoch":"e","source":"plugin","agentState":null,"title":"t","body":""}]`
@@ -113,7 +121,8 @@ func TestScanNotifications(t *testing.T) {
 }
 
 // FuzzScanNotifications: whatever the scanner accepts, encoding/json reads
-// the same way.
+// the same way, and the same holds for the summary scan
+// ([DecodeSummaries]) with only the summary's fields.
 func FuzzScanNotifications(f *testing.F) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 8 {
@@ -121,16 +130,21 @@ func FuzzScanNotifications(f *testing.F) {
 	}
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		got, ok := scan(nil, payload, false)
-		if !ok {
-			return
-		}
-		want, err := fallback(t, payload)
-		if err != nil {
-			t.Fatalf("scanner accepted what encoding/json refuses (%v): %q", err, payload)
-		}
-		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("scanner and encoding/json differ on %q (-json +scan):\n%s", payload, diff)
+		for _, summary := range []bool{false, true} {
+			got, ok := scan(nil, payload, summary)
+			if !ok {
+				continue
+			}
+			want, err := fallback(t, payload)
+			if err != nil {
+				t.Fatalf("scanner (summary %v) accepted what encoding/json refuses (%v): %q", summary, err, payload)
+			}
+			if summary {
+				want = summariesOf(want)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("scanner (summary %v) and encoding/json differ on %q (-json +scan):\n%s", summary, payload, diff)
+			}
 		}
 	})
 }
@@ -144,26 +158,11 @@ func summariesOf(ns []Notification) []Notification {
 	return out
 }
 
-// TestDecodeSummaries: the summary scanner reads everything
-// AppendNotifications writes, and what it reads is DecodeNotifications'
-// notifications with only the summary's fields; non-canonical forms and
-// malformed payloads go as they go for DecodeNotifications.
+// TestDecodeSummaries: forms the summary scan leaves to encoding/json
+// (non-canonical, and invalid UTF-8 in a field it skips) read with the same
+// summary fields, and malformed payloads fail as they fail for
+// DecodeNotifications.
 func TestDecodeSummaries(t *testing.T) {
-	r := rand.New(rand.NewPCG(11, 12))
-	for i := range 300 {
-		ns := make([]Notification, 1+r.IntN(4))
-		for j := range ns {
-			ns[j] = randStored(r)
-		}
-		payload := AppendNotifications(nil, ns)
-		got, ok := scan(nil, payload, true)
-		if !ok {
-			t.Fatalf("case %d: the summary scan gave up on %s", i, payload)
-		}
-		if diff := cmp.Diff(summariesOf(ns), got); diff != "" {
-			t.Fatalf("case %d: summary scan (-want +got):\n%s", i, diff)
-		}
-	}
 	canonical := `[{"notificationId":"a","notificationSeq":1,"notificationEpoch":"e","source":"plugin","agentState":"needs-input","title":"t","body":"","urgency":"normal"}]`
 	want := []Notification{{NotificationID: "a", Seq: 1, Epoch: "e", AgentState: AgentNeedsInput, Urgency: UrgencyNormal}}
 	for _, other := range []string{
@@ -185,29 +184,6 @@ func TestDecodeSummaries(t *testing.T) {
 			t.Errorf("DecodeSummaries(%q) = %+v, nil error", bad, got)
 		}
 	}
-}
-
-// FuzzDecodeSummaries: whatever the summary scanner accepts, encoding/json
-// reads too, with the same summary fields.
-func FuzzDecodeSummaries(f *testing.F) {
-	r := rand.New(rand.NewPCG(13, 14))
-	for range 8 {
-		f.Add(AppendNotifications(nil, []Notification{randStored(r), randStored(r)}))
-	}
-	f.Add([]byte(`[]`))
-	f.Fuzz(func(t *testing.T, payload []byte) {
-		got, ok := scan(nil, payload, true)
-		if !ok {
-			return
-		}
-		want, err := fallback(t, payload)
-		if err != nil {
-			t.Fatalf("summary scanner accepted what encoding/json refuses (%v): %q", err, payload)
-		}
-		if diff := cmp.Diff(summariesOf(want), got, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("summary scanner and encoding/json differ on %q (-json +scan):\n%s", payload, diff)
-		}
-	})
 }
 
 // TestAppendJSString: for valid UTF-8 without U+2028 and U+2029 (which only
