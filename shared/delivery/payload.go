@@ -211,11 +211,16 @@ func (p payloads) read(batchID, reg, payload string, plain bool, dec decoder) ([
 // into something dec refuses, wherever the two stand.
 func (p payloads) open(ms []member, batchID, reg string, plain bool, dec decoder) ([]contract.Notification, error) {
 	ns := make([]contract.Notification, 0, len(ms)+1)
-	// A typical member is well under 1 KB sealed and opened; a larger one
-	// grows its buffer once.
+	// The longest stored member bounds both scratch buffers: its sealed
+	// text, and what any member opens into (no more bytes than its base64,
+	// or its clear text), with the brackets around it.
+	longest := 0
+	for _, m := range ms {
+		longest = max(longest, len(m.sealed), len(m.clear))
+	}
 	var (
-		buf    = make([]byte, 0, 1024)
-		sealed = make([]byte, 0, 1024)
+		buf    = make([]byte, 0, longest+2)
+		sealed = make([]byte, 0, longest)
 		ad     = make([]byte, 0, 64+len(batchID)+len(reg))
 		id     []byte
 		decErr error
