@@ -101,7 +101,7 @@ func (c *cluster) runBurst(ctx context.Context, o options, stdout io.Writer) err
 // bursts admits b bursts of n alerts to one registration through the empty
 // database url, each delivered inline, and checks that every push was sent.
 func (c *cluster) bursts(ctx context.Context, url string, n, b int) error {
-	s, err := store.Open(ctx, store.Options{DatabaseURL: url, PoolMax: 4})
+	s, err := store.Open(ctx, store.Options{DatabaseURL: url, PoolMax: countedPool})
 	if err != nil {
 		return fmt.Errorf("open the counted cluster: %w", err)
 	}

@@ -295,6 +295,12 @@ func newCluster(ctx context.Context, pgbin string, port int, splitting bool, ext
 // remove deletes the cluster's directory.
 func (c *cluster) remove() { os.RemoveAll(c.dir) }
 
+// countedPool is the PostgreSQL pool of the store whose sends are counted:
+// the smallest whose combiners' slots have a pool of their own, as in
+// production (infra: database_pool_max 6 to 12), so that a transaction in a
+// slot is counted as production runs it, its lock wait its connection's.
+const countedPool = 6
+
 // unit names what one counted step of each mode is.
 var unit = map[string]string{"send": "send", "push": "send+deliveries", "window": "joining send", "burst": "delivered push", "floor": "push's rows", "insert": "insert"}
 
@@ -416,7 +422,7 @@ func (c *cluster) createDatabase(ctx context.Context, name string) (string, erro
 // ORCA_PUSH_DELIVER_INLINE=1 does): its claim, a provider that accepts, its
 // outcome.
 func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, n int) error {
-	s, err := store.Open(ctx, store.Options{DatabaseURL: url, PoolMax: 4})
+	s, err := store.Open(ctx, store.Options{DatabaseURL: url, PoolMax: countedPool})
 	if err != nil {
 		return fmt.Errorf("open the counted cluster: %w", err)
 	}

@@ -97,9 +97,10 @@ const warmRounds = 6
 // empty database url, each round filling a new batch per registration, and
 // checks that it did.
 func (c *cluster) rounds(ctx context.Context, url string, regs, m, n int) error {
-	// One connection, so that every statement's plans are the same
+	// The sends run one after the other, so each of the store's pools opens
+	// one connection and every statement's plans are the same
 	// connection's from run to run (see warmRounds).
-	s, err := store.Open(ctx, store.Options{DatabaseURL: url, PoolMax: 1})
+	s, err := store.Open(ctx, store.Options{DatabaseURL: url, PoolMax: countedPool})
 	if err != nil {
 		return fmt.Errorf("open the counted cluster: %w", err)
 	}

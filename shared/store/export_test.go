@@ -69,3 +69,28 @@ func GroupLockQuery(hosts []string) string {
 	}
 	return groupLocks(calls, "100ms")[0].query
 }
+
+// StartSendQuery returns the text of the statement that starts a send on
+// PostgreSQL (startSendStmt): for an alert that may join an open batch, or
+// a dismissal, with or without a lease's columns.
+func StartSendQuery(dismiss, lease bool) string {
+	return startSendTexts[[3]bool{dismiss, false, lease}]
+}
+
+// Setting reads, in t, the value of PostgreSQL's setting name and where
+// it came from (pg_settings.source: "client" for a connection's startup
+// parameter, "session" for one set in the session or the transaction).
+func (t *Tx) Setting(ctx context.Context, name string) (value, source string, err error) {
+	err = t.r.queryRow(ctx, `SELECT current_setting($1), source FROM pg_settings WHERE name = $1`, name).Scan(&value, &source)
+	return value, source, err
+}
+
+// PoolSizes returns the most connections of s's PostgreSQL pools: the
+// pool's and the slot pool's (0 without one).
+func PoolSizes(s *Store) (pool, slots int) {
+	d := s.dialect.(postgresDialect)
+	if d.slots != nil {
+		slots = int(d.slots.Config().MaxConns)
+	}
+	return int(d.pool.Config().MaxConns), slots
+}

@@ -78,9 +78,14 @@ type combiner struct {
 // rest serve the other work: more slots make smaller groups, and each group
 // costs the database its BEGIN, lock and COMMIT.
 func newCombiner(d postgresDialect, poolMax, maxSlots int, observe *atomic.Pointer[func(int, bool)]) *combiner {
-	return &combiner{d: d, slots: min(max(1, poolMax/4), maxSlots), observe: observe,
+	return &combiner{d: d, slots: slotCount(poolMax, maxSlots), observe: observe,
 		lockWait: lockTimeout(slotLockWait)}
 }
+
+// slotCount is the slots of a combiner of at most maxSlots for a pool of
+// poolMax connections: a quarter of the pool when that is fewer, at least
+// one.
+func slotCount(poolMax, maxSlots int) int { return min(max(1, poolMax/4), maxSlots) }
 
 // groupCall is one call of a combiner.
 type groupCall struct {
@@ -229,8 +234,9 @@ func (c *combiner) lead(first *groupCall) error {
 // batches, each once and all in the order of their keys, in one statement:
 // two groups, or a group and a lone transaction, never wait on each other
 // in a cycle. A group holds a slot, so it waits for them at most wait, set
-// as lockStatements does; when they stay busy the group fails and its
-// members run alone. None when the calls name no lock.
+// as lockStatements does (empty on the slot pool, whose sessions wait that
+// long already); when they stay busy the group fails and its members run
+// alone. None when the calls name no lock.
 //
 // Sends name hosts only, and their statement reads no table. Reading the
 // batches of none cost a scan of the whole batch table: the statement is
@@ -250,20 +256,24 @@ func groupLocks(calls []*groupCall, wait string) []statement {
 		}
 	}
 	named := `SELECT unnest($2::text[]) AS h`
-	args := []any{hostLockPrefix, hosts, wait}
+	args := []any{hostLockPrefix, hosts}
 	switch {
 	case len(hosts) == 0 && len(batches) == 0:
 		return nil
 	case len(batches) > 0:
-		named += ` UNION ALL SELECT host_fingerprint FROM push_delivery_batches WHERE batch_id = ANY($4::text[])`
+		named += ` UNION ALL SELECT host_fingerprint FROM push_delivery_batches WHERE batch_id = ANY($3::text[])`
 		args = append(args, batches)
 	}
 	// The sorted subquery is a fence (OFFSET 0): the locks are taken row
 	// by row in its order.
-	return []statement{{op: "lock hosts", query: `SELECT pg_advisory_xact_lock(k) FROM (
+	query := `SELECT pg_advisory_xact_lock(k) FROM (
 			SELECT DISTINCT hashtextextended($1 || h, 0) AS k FROM (` + named + `) AS named
-			ORDER BY k OFFSET 0) AS keys
-			WHERE set_config('lock_timeout', $3, true) IS NOT NULL`, args: args}}
+			ORDER BY k OFFSET 0) AS keys`
+	if wait != "" {
+		args = append(args, wait)
+		query += ` WHERE set_config('lock_timeout', $` + strconv.Itoa(len(args)) + `, true) IS NOT NULL`
+	}
+	return []statement{{op: "lock hosts", query: query, args: args}}
 }
 
 // transactGroup runs the fn of every call in one transaction on one
@@ -287,12 +297,13 @@ func (d postgresDialect) transactGroup(ctx context.Context, calls []*groupCall, 
 		gctx, cancel = context.WithDeadline(gctx, dl)
 		defer cancel()
 	}
-	conn, err := d.pool.Acquire(gctx)
+	pool, wait := d.poolFor(lockWait)
+	conn, err := pool.Acquire(gctx)
 	if err != nil {
 		return fill(make([]error, len(calls)), fmt.Errorf("%w: begin: %w", errGroupFailed, err))
 	}
 	defer conn.Release()
-	p := newPipeline(conn.Conn(), groupLocks(calls, lockWait)...)
+	p := newPipeline(conn.Conn(), groupLocks(calls, wait)...)
 	// A connection given back inside a transaction is destroyed by the
 	// pool, so a failed ROLLBACK loses nothing.
 	defer p.rollback(gctx)

@@ -462,7 +462,16 @@ func TestSharedHostTxCancelWhileWaiting(t *testing.T) {
 // slotLockWait and waits for the lock alone: the other hosts' calls behind
 // them, and in the group with them, commit while it waits. Waiting in the
 // slot, they would wait the minute; the test gives up after ten seconds.
+// It runs on a pool of 4, whose slots' transactions set their wait, and of
+// 7, whose slots have a pool of their own that waits that long (the slot
+// pool's sessions).
 func TestSlotsDoNotWaitForAHeldLock(t *testing.T) {
+	for _, poolMax := range []int{4, 7} {
+		t.Run(fmt.Sprintf("pool of %d", poolMax), func(t *testing.T) { testSlotsDoNotWaitForAHeldLock(t, poolMax) })
+	}
+}
+
+func testSlotsDoNotWaitForAHeldLock(t *testing.T, poolMax int) {
 	ctx := context.Background()
 	opts := storetest.PostgresOptions(t)
 	u, err := url.Parse(opts.DatabaseURL)
@@ -474,12 +483,15 @@ func TestSlotsDoNotWaitForAHeldLock(t *testing.T) {
 	q.Set("statement_timeout", "0")
 	q.Set("idle_in_transaction_session_timeout", "0")
 	u.RawQuery = q.Encode()
-	opts.DatabaseURL, opts.PoolMax = u.String(), 4 // one slot
+	opts.DatabaseURL, opts.PoolMax = u.String(), poolMax // one slot
 	s, err := store.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	if _, slots := store.PoolSizes(s); (slots > 0) != (poolMax == 7) {
+		t.Fatalf("a pool of %d has a slot pool of %d", poolMax, slots)
+	}
 	failed := countFailedGroups(s)
 	hostX, hostY, hostZ := testHost("hostX"), testHost("hostY"), testHost("hostZ")
 	touch := func(host string) func() error {
@@ -544,6 +556,56 @@ func TestSlotsDoNotWaitForAHeldLock(t *testing.T) {
 	mustSucceed(t, wait())
 	if n := failed.Load(); n != 1 {
 		t.Errorf("%d shared transactions failed, want 1 (the group on the held lock)", n)
+	}
+}
+
+// TestSlotPool opens stores whose pools can and cannot spare the slots a
+// pool of their own, and reads the lock_timeout a transaction sees in a
+// slot (SharedHostTx, alone) and outside the slots (HostTx): a slot waits
+// slotLockWait and any other transaction the session's lockWait, whichever
+// pool it runs on; with a slot pool the slot's wait is its connection's
+// own (a startup parameter, source "client"), so its lock statement sets
+// none; the two pools hold what PoolMax allows, no more.
+func TestSlotPool(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		poolMax, slots int
+		source         string
+	}{{1, 0, "session"}, {4, 0, "session"}, {6, 3, "client"}, {10, 4, "client"}, {40, 4, "client"}} {
+		t.Run(fmt.Sprintf("pool of %d", c.poolMax), func(t *testing.T) {
+			opts := storetest.PostgresOptions(t)
+			opts.PoolMax = c.poolMax
+			s, err := store.Open(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			pool, slots := store.PoolSizes(s)
+			if slots != c.slots || pool+slots != c.poolMax {
+				t.Errorf("pools of %d and %d connections, want a slot pool of %d and %d in all", pool, slots, c.slots, c.poolMax)
+			}
+			read := func(run func(func(*store.Tx) error) error) (value, source string) {
+				t.Helper()
+				err := run(func(tx *store.Tx) error {
+					var err error
+					value, source, err = tx.Setting(ctx, "lock_timeout")
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return value, source
+			}
+			host := testHost("hostA")
+			value, source := read(func(fn func(*store.Tx) error) error { return s.SharedHostTx(ctx, host, fn) })
+			if value != "100ms" || source != c.source {
+				t.Errorf("in a slot: lock_timeout %s from %s, want 100ms from %s", value, source, c.source)
+			}
+			value, _ = read(func(fn func(*store.Tx) error) error { return s.HostTx(ctx, host, fn) })
+			if value != "2s" {
+				t.Errorf("outside the slots: lock_timeout %s, want 2s", value)
+			}
+		})
 	}
 }
 

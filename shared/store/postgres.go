@@ -19,6 +19,38 @@ import (
 // [pipeline].
 type postgresDialect struct {
 	pool *pgxpool.Pool
+	// slots, when set, holds the connections of the combiners' slots
+	// (slotPoolSize of them, taken from the pool's), whose session waits
+	// slotWait for a lock: a transaction in a slot then runs on one of them
+	// and its lock statement sets no lock_timeout of its own, which cost
+	// PostgreSQL 6,500 instructions a transaction (the setting parsed,
+	// stacked and undone at COMMIT; scripts/pgcount -mode window -split).
+	// Nil when the pool is too small to spare them: a slot's transaction
+	// then sets its wait as any other does (lockStatements).
+	slots    *pgxpool.Pool
+	slotWait string
+}
+
+// poolFor returns the pool a transaction that waits at most wait for its
+// locks runs on, and the wait its lock statement must still set: none on
+// the slot pool when wait is its sessions' own.
+func (d postgresDialect) poolFor(wait string) (*pgxpool.Pool, string) {
+	if d.slots != nil && wait == d.slotWait {
+		return d.slots, ""
+	}
+	return d.pool, wait
+}
+
+// slotPoolSize is how many of a pool of poolMax connections the
+// combiners' slots take as a pool of their own: as many as they hold at
+// most, when that leaves at least as many to the rest of the work; else
+// none.
+func slotPoolSize(poolMax int) int {
+	n := slotCount(poolMax, sendSlots) + 2*slotCount(poolMax, deliverySlots) // sends, claims, outcomes
+	if poolMax < 2*n {
+		return 0
+	}
+	return n
 }
 
 // Session settings (reference-behaviour §8.3): no statement or lock wait can
@@ -64,14 +96,29 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 		}
 		closeDialer = d.Close
 	}
+	poolMax := int(cfg.MaxConns)
+	d := postgresDialect{slotWait: lockTimeout(slotLockWait)}
+	var slotsCfg *pgxpool.Config
+	if n := slotPoolSize(poolMax); n > 0 {
+		slotsCfg = cfg.Copy()
+		slotsCfg.MaxConns = int32(n)
+		slotsCfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(slotLockWait.Milliseconds(), 10)
+		cfg.MaxConns = int32(poolMax - n)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		closeDialer()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
+	d.pool = pool
+	if slotsCfg != nil {
+		if d.slots, err = pgxpool.NewWithConfig(ctx, slotsCfg); err != nil {
+			pool.Close()
+			closeDialer()
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+	}
 	db := stdlib.OpenDBFromPool(pool)
-	d := postgresDialect{pool: pool}
-	poolMax := int(cfg.MaxConns)
 	s := &Store{db: db, dialect: d}
 	s.groups = newCombiner(d, poolMax, sendSlots, &s.observe)
 	s.claims = newCombiner(d, poolMax, deliverySlots, &s.observe)
@@ -79,6 +126,9 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 	s.close = func() error {
 		err := db.Close()
 		pool.Close()
+		if d.slots != nil {
+			d.slots.Close()
+		}
 		return errors.Join(err, closeDialer())
 	}
 	return s, nil
@@ -120,7 +170,9 @@ const hostLockPrefix = "orca-push:host:"
 // COMMIT. A connection given back inside a transaction is destroyed by the
 // pool, so no failure leaves a transaction open.
 func (d postgresDialect) transact(ctx context.Context, on lockOn, fn func(*Tx) error) (err error) {
-	conn, err := d.pool.Acquire(ctx)
+	pool, wait := d.poolFor(on.wait)
+	on.wait = wait
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

@@ -181,7 +181,8 @@ func (s *Store) SharedWaiting() int {
 // of a batch's, or none when both are empty. wait, when set, is the
 // lock_timeout for that lock and any after it in the transaction instead of
 // the session's lockWait: a transaction in a combiner's slot waits
-// slotLockWait.
+// slotLockWait, on PostgreSQL as the session of its slot pool's connection
+// (postgresDialect.slots) when there is one.
 type lockOn struct {
 	host, batch string
 	wait        string
