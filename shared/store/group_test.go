@@ -940,50 +940,20 @@ func TestOutcomesShareTransactions(t *testing.T) {
 // in its generic plan, which every group of sends then ran while the table
 // grew to a day of batches.
 func TestGroupLockPlans(t *testing.T) {
-	ctx := context.Background()
-	opts := storetest.PostgresOptions(t)
-	s, err := store.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	db := storetest.SQL(t, opts)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	query := store.GroupLockQuery([]string{"hostA", "hostB"})
+	conn := planConn(t)
 	// A small table, analyzed: the state of a fresh deployment's.
 	for _, q := range []string{
 		`INSERT INTO push_delivery_batches (batch_id, host_fingerprint, registration_id, kind, payload_json,
 			members, state, due_at, expires_at, created_at)
 			SELECT 'b' || i, 'h' || i, 'r' || i, 'alert', '[]', 1, 'pending', 1, 2, 1 FROM generate_series(1, 20) i`,
 		`ANALYZE push_delivery_batches`,
-		`SET plan_cache_mode = force_generic_plan`,
-		`PREPARE send_locks AS ` + query,
 	} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
 			t.Fatalf("%.40s: %v", q, err)
 		}
 	}
-	rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE send_locks('p', '{hostA,hostB}', '100ms')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan.WriteString(line + "\n")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(plan.String(), "push_delivery_batches") {
-		t.Errorf("the generic plan of a send group's lock statement reads the batch table:\n%s", plan.String())
+	plan := explain(t, conn, "send_locks", store.GroupLockQuery([]string{"hostA", "hostB"}), `'p', '{hostA,hostB}', '100ms'`)
+	if strings.Contains(plan, "push_delivery_batches") {
+		t.Errorf("the generic plan of a send group's lock statement reads the batch table:\n%s", plan)
 	}
 }
