@@ -23,8 +23,9 @@ type postgresDialect struct {
 	// (slotPoolSize of them, taken from the pool's), whose session waits
 	// slotWait for a lock: a transaction in a slot then runs on one of them
 	// and its lock statement sets no lock_timeout of its own, which cost
-	// PostgreSQL 6,500 instructions a transaction (the setting parsed,
-	// stacked and undone at COMMIT; scripts/pgcount -mode window -split).
+	// PostgreSQL some 12,000 instructions a transaction: 6,500 in the lock
+	// statement (the setting parsed and stacked) and the rest undoing it at
+	// COMMIT (scripts/pgcount -mode window -split).
 	// Nil when the pool is too small to spare them: a slot's transaction
 	// then sets its wait as any other does (lockStatements).
 	slots    *pgxpool.Pool
