@@ -42,12 +42,19 @@ func (d postgresDialect) poolFor(wait string) (*pgxpool.Pool, string) {
 	return d.pool, wait
 }
 
+// combinerSlots is the most slots of each combiner of a store: its sends',
+// claims' and outcomes' (openPostgres).
+var combinerSlots = [3]int{sendSlots, deliverySlots, deliverySlots}
+
 // slotPoolSize is how many of a pool of poolMax connections the
 // combiners' slots take as a pool of their own: as many as they hold at
 // most, when that leaves at least as many to the rest of the work; else
 // none.
 func slotPoolSize(poolMax int) int {
-	n := slotCount(poolMax, sendSlots) + 2*slotCount(poolMax, deliverySlots) // sends, claims, outcomes
+	n := 0
+	for _, most := range combinerSlots {
+		n += slotCount(poolMax, most)
+	}
 	if poolMax < 2*n {
 		return 0
 	}
@@ -121,9 +128,9 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	s := &Store{db: db, dialect: d}
-	s.groups = newCombiner(d, poolMax, sendSlots, &s.observe)
-	s.claims = newCombiner(d, poolMax, deliverySlots, &s.observe)
-	s.outcomes = newCombiner(d, poolMax, deliverySlots, &s.observe)
+	s.groups = newCombiner(d, poolMax, combinerSlots[0], &s.observe)
+	s.claims = newCombiner(d, poolMax, combinerSlots[1], &s.observe)
+	s.outcomes = newCombiner(d, poolMax, combinerSlots[2], &s.observe)
 	s.close = func() error {
 		err := db.Close()
 		pool.Close()
