@@ -4,7 +4,7 @@
 // half, and a change of a few percent in what a send costs the database
 // shows in one run.
 //
-//	go run ./scripts/pgcount [-mode send|push|insert] [-regs 1,5] [-in-window 299,10] [-sends 100,400]
+//	go run ./scripts/pgcount [-mode send|push|insert] [-regs 1,5] [-in-window 299,10] [-sends 100,400] [-pending 2000]
 //	go run ./scripts/pgcount -mode window [-regs 1,5] [-members 1,16,31] [-rounds 30]
 //	go run ./scripts/pgcount -mode burst [-alerts 1,5,10,20] [-bursts 30,90]
 //	go run ./scripts/pgcount ... [-pg-setting name=value ...]
@@ -17,7 +17,12 @@
 // of -members alerts, with a 60 s coalescing window (window.go); -mode
 // burst counts a delivered push of -alerts alerts to one phone admitted
 // together (burst.go). -pg-setting adds a line to the counted cluster's
-// configuration.
+// configuration. -pending (send and push) counts under a burst elsewhere:
+// the statements are planned on a table of other hosts' finished batches,
+// analysed with none pending, as on a gateway that has run a while, and
+// then that many of theirs are pending while the counted sends run
+// (run.go's pastBatches and pendingElsewhere); a push should cost what it
+// costs without.
 //
 // For each number of registrations and each number of the host's events in
 // its quota window, it starts a private PostgreSQL cluster under callgrind

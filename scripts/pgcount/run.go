@@ -48,6 +48,9 @@ type options struct {
 	pgbin    string
 	port     int
 	split    bool
+	// pending is -pending: other hosts' batches pending while the counted
+	// sends run.
+	pending int
 	// settings are -pg-setting's lines of the cluster's configuration.
 	settings settings
 }
@@ -94,6 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.remove()
+	c.pending = o.pending
 	switch o.mode {
 	case "window":
 		return c.runWindow(ctx, o, stdout)
@@ -141,6 +145,7 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.pgbin, "pgbin", newestPGBin(), "the directory of PostgreSQL's server binaries")
 	fs.IntVar(&o.port, "port", 0, "the private cluster's port, on 127.0.0.1 (0: a free one)")
 	fs.Var(&o.settings, "pg-setting", "name=value: a setting of the counted cluster, after pgcount's own (repeatable)")
+	fs.IntVar(&o.pending, "pending", 0, "with -mode send or push: a day of other hosts' finished batches (20,000, analysed) before the first send, and this many of theirs pending once the window is filled (a burst elsewhere after the statements' plans were made)")
 	fs.BoolVar(&o.split, "split", false, "also print each statement's instructions and executions per unit (split.go); the statement log it needs is left out of the counts")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -177,6 +182,9 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	o.sends = [2]int{n[0], n[1]}
 	if o.mode == "insert" || o.mode == "floor" { // neither registrations nor a window
 		o.regs, o.inWindow = []int{0}, []int{0}
+	}
+	if o.pending < 0 || o.pending > 1_000_000 {
+		return o, fmt.Errorf("%w: -pending must be in 0..1000000", errUsage)
 	}
 	if o.port < 0 || o.port > 65535 {
 		return o, fmt.Errorf("%w: -port must be in 0..65535", errUsage)
@@ -241,6 +249,9 @@ type cluster struct {
 	runs   int
 	// split makes each run dump per statement and log them (split.go).
 	split bool
+	// pending is the other hosts' pending batches sends adds after the
+	// window is filled (pastBatches, pendingElsewhere).
+	pending int
 }
 
 // newCluster creates a cluster (initdb) set for counting: no autovacuum,
@@ -435,11 +446,69 @@ func (c *cluster) sends(ctx context.Context, url string, deliver bool, regs, k, 
 	// k events in the window (created_at > now − window) at every send:
 	// the sends are window/(k+1) apart.
 	step := contract.QuotaWindow / time.Duration(k+1)
+	if c.pending > 0 {
+		if err := pastBatches(ctx, url, clk.Now().UnixMilli()); err != nil {
+			return err
+		}
+	}
 	for i := range k + 1 + n {
+		if i == k+1 && c.pending > 0 {
+			if err := pendingElsewhere(ctx, url, c.pending, clk.Now().UnixMilli()); err != nil {
+				return err
+			}
+		}
 		if err := send(ctx, a, ids, i, epoch); err != nil {
 			return err
 		}
 		clk.Advance(step)
+	}
+	return nil
+}
+
+// pastBatches and pendingElsewhere are -pending's batches of other hosts: a day's
+// finished ones, added before the first send and analysed as autovacuum
+// leaves them, so that the counted host's statements are planned as on a
+// gateway that has run a while with few batches pending; and then n
+// pending ones, 10 to a registration, due an hour after now as alerts in a
+// coalescing window wait, added once the window is filled: a burst
+// elsewhere, after the plans were made. A send or delivery of the counted
+// host should cost the same with them as without (-pending 0): none of its
+// statements has a reason to read another registration's batches.
+func pastBatches(ctx context.Context, url string, now int64) error {
+	return otherBatches(ctx, url, `INSERT INTO push_delivery_batches (batch_id, host_fingerprint, registration_id,
+			kind, payload_json, members, state, due_at, expires_at, scheduled_at, created_at, finished_at)
+		SELECT gen_random_uuid()::text, 'busy-host-' || (i / 100), 'busy-phone-' || (i / 10), 'alert', '[]', 1, 'sent',
+			CAST($2 AS BIGINT) - i, CAST($2 AS BIGINT) - i + 60000, CAST($2 AS BIGINT) - i, CAST($2 AS BIGINT) - i,
+			CAST($2 AS BIGINT) - i + 1000
+		FROM generate_series(1, $1) AS i`, 20_000, now, true)
+}
+
+// pendingElsewhere adds the n pending batches.
+func pendingElsewhere(ctx context.Context, url string, n int, now int64) error {
+	return otherBatches(ctx, url, `INSERT INTO push_delivery_batches (batch_id, host_fingerprint, registration_id,
+			kind, payload_json, members, state, due_at, expires_at, scheduled_at, created_at)
+		SELECT gen_random_uuid()::text, 'busy-host-' || (i / 100), 'busy-phone-' || (i / 10), 'alert', '[]', 1, 'pending',
+			CAST($2 AS BIGINT) + 3600000, CAST($2 AS BIGINT) + 7200000, $2, $2
+		FROM generate_series(1, $1) AS i`, n, now, false)
+}
+
+// otherBatches runs insert with n and now, and with analyse analyses the
+// batches. A burst is not analysed: on a table of a day's batches it is too
+// few rows for autovacuum to, so plans made before it stand.
+func otherBatches(ctx context.Context, url, insert string, n int, now int64, analyse bool) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("other hosts' batches: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, insert, n, now); err != nil {
+		return fmt.Errorf("other hosts' batches: %w", err)
+	}
+	if !analyse {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE push_delivery_batches`); err != nil {
+		return fmt.Errorf("other hosts' batches: %w", err)
 	}
 	return nil
 }

@@ -40,7 +40,12 @@ type deliverEnv struct {
 
 func mustDeliverEnv(t *testing.T, d storetest.Dialect) *deliverEnv {
 	t.Helper()
-	e := mustEnv(t, d)
+	return mustDeliverEnvOn(t, mustEnv(t, d))
+}
+
+// mustDeliverEnvOn is mustDeliverEnv over e's database and clock.
+func mustDeliverEnvOn(t *testing.T, e *env) *deliverEnv {
+	t.Helper()
 	prov := &stepProvider{step: func(context.Context, push.Target, push.Message) push.Outcome {
 		return push.Outcome{Kind: push.Sent}
 	}}

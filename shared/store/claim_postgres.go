@@ -19,13 +19,17 @@ import (
 // a change made without the lock meanwhile (the sweep expiring the batch) is
 // never overwritten.
 //
+// The other batches are read by the registration as a value (the
+// subquery), not joined with b: joined, the planner may read every pending
+// batch and keep those of the registration (TestNoPlanReadsEveryBatch).
+//
 // $1 batch id, $2 now, $3 lease token, $4 lease until, $5 expired reason,
 // $6 empty payload.
 const postgresClaim = `WITH b AS (
 		SELECT * FROM push_delivery_batches WHERE batch_id = $1),
 	sib AS (
-		SELECT MAX(o.lease_until) AS until FROM push_delivery_batches o, b
-		WHERE o.registration_id = b.registration_id AND o.batch_id <> b.batch_id
+		SELECT MAX(o.lease_until) AS until FROM push_delivery_batches o
+		WHERE o.registration_id = (SELECT registration_id FROM b) AND o.batch_id <> $1
 			AND o.state = 'pending' AND o.lease_until > $2),
 	leased AS (
 		UPDATE push_delivery_batches u SET lease_token = $3, lease_until = $4, attempts = u.attempts + 1

@@ -50,7 +50,7 @@ func (s *Store) EndLeasedBatch(ctx context.Context, id, host, registrationID, to
 	)
 	fn := func(t *Tx) error {
 		if state != BatchSent {
-			if err := t.giveBackLeased(ctx, id, token); err != nil {
+			if err := t.giveBackLeased(ctx, id, registrationID, token); err != nil {
 				return err
 			}
 		}
@@ -71,12 +71,11 @@ func (s *Store) EndLeasedBatch(ctx context.Context, id, host, registrationID, to
 	return ended, woken, err
 }
 
-// endLeasedStatement is EndLeasedBatch's update, one text for both
-// dialects (SQLite has no UPDATE in a WITH): the holder's row matches the
-// first branch, its siblings the second. Whether the sibling rows see the
-// holder's row before or after it is ended differs between the databases,
-// so the holder test accepts both: still leased to token, or just ended by
-// this very statement.
+// endLeasedStatement is EndLeasedBatch's update on SQLite, which has no
+// UPDATE in a WITH: the holder's row matches the first branch, its
+// siblings the second. The holder test accepts the holder's row still
+// leased to token or just ended by this very statement, whichever the
+// sibling rows see.
 const endLeasedStatement = `UPDATE push_delivery_batches SET
 			state = CASE WHEN batch_id = $1 THEN $4 ELSE state END,
 			reason = CASE WHEN batch_id = $1 THEN $5 ELSE reason END,
@@ -93,26 +92,51 @@ const endLeasedStatement = `UPDATE push_delivery_batches SET
 						OR (h.state = $4 AND h.finished_at = $7 AND h.lease_token IS NULL))))
 		RETURNING batch_id, due_at, created_at`
 
+// endLeasedPostgres is EndLeasedBatch's statement on PostgreSQL: the
+// holder's update by its key (h), and its siblings' by their registration
+// (s), made only when h ended the holder, both on the snapshot the
+// statement began with; it returns whether h did and the siblings' ids,
+// oldest due first. endLeasedStatement's one update with an OR of the two
+// could only be planned as a bitmap of both indexes or as a read of every
+// pending batch, which a generic plan made while few were pending chose
+// (TestNoPlanReadsEveryBatch); the bitmap cost a push 35,000 instructions
+// more than the two updates (scripts/pgcount -mode push).
+const endLeasedPostgres = `WITH h AS (
+			UPDATE push_delivery_batches SET state = $4, reason = $5, payload_json = $6, finished_at = $7,
+				lease_token = NULL, lease_until = 0
+			WHERE batch_id = $1 AND state = 'pending' AND lease_token = $3
+			RETURNING batch_id),
+		s AS (
+			UPDATE push_delivery_batches SET scheduled_at = $7
+			WHERE registration_id = $2 AND state = 'pending' AND due_at <= $7 AND lease_until <= $7
+				AND expires_at > $7 AND held_at > 0 AND batch_id <> $1 AND EXISTS (SELECT 1 FROM h)
+			RETURNING batch_id, due_at, created_at)
+		SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT batch_id FROM s ORDER BY due_at, created_at, batch_id)`
+
 // endLeasedBatch is EndLeasedBatch's statement, run by t: on PostgreSQL
-// as the transaction's final statement, its rows folded into one ordered
-// array so that COMMIT travels with it.
+// as the transaction's final statement, so that COMMIT travels with it.
 func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
 	args := []any{id, registrationID, token, string(state), nullable(reason), EmptyPayload, now}
-	var ids []string
 	if t.pipelined() {
-		err := t.r.final(ctx, `WITH u AS (`+endLeasedStatement+`)
-			SELECT ARRAY(SELECT batch_id FROM u ORDER BY due_at, created_at, batch_id)`, args...).Scan(&ids)
-		if err != nil {
+		var (
+			ended bool
+			ids   []string
+		)
+		if err := t.r.final(ctx, endLeasedPostgres, args...).Scan(&ended, &ids); err != nil {
 			return false, nil, fmt.Errorf("end leased batch: %w", err)
 		}
-	} else {
-		rows, err := t.r.query(ctx, endLeasedStatement, args...)
-		if err != nil {
-			return false, nil, fmt.Errorf("end leased batch: %w", err)
+		if !ended { // a stale holder
+			return false, nil, nil
 		}
-		if ids, err = scanDue(rows); err != nil {
-			return false, nil, fmt.Errorf("end leased batch: %w", err)
-		}
+		return true, ids, nil
+	}
+	rows, err := t.r.query(ctx, endLeasedStatement, args...)
+	if err != nil {
+		return false, nil, fmt.Errorf("end leased batch: %w", err)
+	}
+	ids, err := scanDue(rows)
+	if err != nil {
+		return false, nil, fmt.Errorf("end leased batch: %w", err)
 	}
 	if !slices.Contains(ids, id) {
 		// The holder was not ended: a sibling matched only because
@@ -137,20 +161,25 @@ func (t *Tx) holdBack(ctx context.Context, id string, now int64) error {
 		WHERE batch_id = $1 AND state = 'pending' AND lease_until <= $2 AND due_at <= $2 AND expires_at > $2`, id, now)
 }
 
-// giveBackLeased gives back, in t, the badge raise of batch id while it is
-// still leased to token, as GiveBackBadge does for a finished batch: the
-// registration's count goes down by what the batch's first attempt added,
+// giveBackLeased gives back, in t, the badge raise of batch id of
+// registration registrationID while it is still leased to token, as
+// GiveBackBadge does for a finished batch: the registration's count goes
+// down by what the batch's first attempt added,
 // never below 0, only in the epoch it was made in, and the raise is settled
 // (negated) so that it is given back once. The end statement that follows
 // in the transaction ends the batch unsent; a stale holder gives nothing
-// back. Both statements wait for that statement's round trip.
-func (t *Tx) giveBackLeased(ctx context.Context, id, token string) error {
+// back. Both statements wait for that statement's round trip. The
+// registration is a parameter, not the join of the device with the batch:
+// joined, a plan made while few batches were pending could read every
+// pending batch to find the one (TestNoPlanReadsEveryBatch saw it before
+// migration 0012).
+func (t *Tx) giveBackLeased(ctx context.Context, id, registrationID, token string) error {
 	err := t.later(ctx, "give back badge", `UPDATE push_devices SET badge_count = CASE
 			WHEN push_devices.badge_count > b.badge_raised THEN push_devices.badge_count - b.badge_raised ELSE 0 END
 		FROM push_delivery_batches b
 		WHERE b.batch_id = $1 AND b.state = 'pending' AND b.lease_token = $2 AND b.badge_raised > 0
-			AND push_devices.registration_id = b.registration_id AND push_devices.badge_epoch = b.badge_epoch
-			AND push_devices.badge_count IS NOT NULL`, id, token)
+			AND b.registration_id = $3 AND push_devices.registration_id = $3
+			AND push_devices.badge_epoch = b.badge_epoch AND push_devices.badge_count IS NOT NULL`, id, token, registrationID)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,8 @@ import (
 // returns how many it ended.
 //
 // It reads them through the index of pending batches by due time
-// (migration 0009): a pending batch's deadline is at most
+// (migration 0009; scheduled_at >= 0, true of every batch, states that
+// index's condition, migration 0012): a pending batch's deadline is at most
 // contract.MaxCoalesce before its due time (a join lowers it no further than
 // the window allows; a retry or release past it ends the batch instead), so
 // a batch past its deadline is due by now + MaxCoalesce.
@@ -21,7 +22,8 @@ func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (int64,
 	return s.execN(ctx, "expire overdue", `UPDATE push_delivery_batches
 		SET state = 'expired', reason = 'deadline', payload_json = $2, finished_at = $1, lease_token = NULL, lease_until = 0
 		WHERE batch_id IN (SELECT batch_id FROM push_delivery_batches
-			WHERE state = 'pending' AND due_at <= $4 AND expires_at <= $1 AND lease_until <= $1 LIMIT $3)`,
+			WHERE state = 'pending' AND scheduled_at >= 0 AND due_at <= $4 AND expires_at <= $1
+				AND lease_until <= $1 LIMIT $3)`,
 		now, EmptyPayload, limit, now+contract.MaxCoalesce.Milliseconds())
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,7 +21,8 @@ import (
 // COMMIT as simple queries and each statement with arguments as
 // Bind/Execute/Sync (plus a Parse/Describe/Sync the first time a connection
 // sees it), so the count is what the network sees, not an estimate; only
-// the pool's liveness ping is left out (see pingQuery).
+// the pool's liveness ping is left out (see pingQuery). It also records
+// the statements the clients prepare (Statements).
 type RoundTrips struct {
 	n atomic.Int64
 	// cut, when not zero, is the count at which the proxy drops the
@@ -34,6 +36,45 @@ type RoundTrips struct {
 	// sent and received are the bytes the proxy passed to the server and
 	// back to the clients: the PostgreSQL protocol's, without TLS or TCP/IP.
 	sent, received atomic.Int64
+	// mu guards statements.
+	mu sync.Mutex
+	// statements holds the text of every statement a client prepared
+	// (a Parse message), each once.
+	statements map[string]bool
+}
+
+// Statements returns the text of every statement the clients prepared
+// through the proxy so far, each once, in no particular order: what the
+// gateway's code asked PostgreSQL to plan. pgx prepares every statement
+// with arguments, once per connection; BEGIN and COMMIT travel as simple
+// queries and are not among them.
+func (r *RoundTrips) Statements() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.statements))
+	for q := range r.statements {
+		out = append(out, q)
+	}
+	return out
+}
+
+// parsed records the statement of a Parse message's body: the prepared
+// statement's name and then its text, each ending in a zero byte.
+func (r *RoundTrips) parsed(body string) {
+	_, rest, ok := strings.Cut(body, "\x00")
+	if !ok {
+		return
+	}
+	text, _, ok := strings.Cut(rest, "\x00")
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.statements == nil {
+		r.statements = make(map[string]bool)
+	}
+	r.statements[text] = true
 }
 
 // Bytes returns the bytes passed to the server (sent) and back to the
@@ -223,6 +264,15 @@ func (p *proxy) count(s io.Writer, c io.Reader, mute *atomic.Bool) (answerPendin
 				continue
 			}
 			if _, err := out.Write(append(head[:5:5], query...)); err != nil {
+				return false
+			}
+		} else if head[0] == 'P' {
+			body, err := readBody(c, size)
+			if err != nil {
+				return false
+			}
+			p.rt.parsed(body)
+			if _, err := out.Write(append(head[:5:5], body...)); err != nil {
 				return false
 			}
 		} else if err := forward(out, c, head[:5], size); err != nil {

@@ -1,0 +1,282 @@
+package delivery_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"onorca.dev/push/shared/clock"
+	"onorca.dev/push/shared/contract"
+	"onorca.dev/push/shared/delivery"
+	"onorca.dev/push/shared/push"
+	"onorca.dev/push/shared/seal/sealtest"
+	"onorca.dev/push/shared/store"
+	"onorca.dev/push/shared/store/storetest"
+)
+
+// TestNoPlanReadsEveryBatch holds that no statement the gateway runs on
+// PostgreSQL can be planned to read every pending batch, or every batch: on
+// a gateway that has run a while, push_delivery_batches holds a day of
+// finished batches and, most of the time, almost none pending, and a plan
+// made then (a connection keeps its generic plans for its life) must still
+// be right when a burst elsewhere leaves thousands pending. A partial index
+// of pending batches is then nearly empty, and the planner reads it whole
+// rather than the key's index for any statement whose conditions imply its
+// predicate: every claim, outcome and lease probe would read all pending
+// batches (scripts/pgcount -mode push -pending 2000: 9.1 M instructions a
+// push instead of 1.0 M).
+//
+// It runs the gateway's paths through a proxy that records every statement
+// prepared (admission with and without a window, a join, a dismissal, an
+// inline delivery with a lease and its hand-on, a task's delivery and its
+// retry, the sweep, the prune, badges, a device's removal, receipts), then
+// gives the database that steady state (20,000 finished batches of other
+// hosts, analysed) and reads the generic plan of every statement that
+// touches push_delivery_batches: each scan of the table or of one of its
+// indexes must have an index condition, but for the sweep's and the prune's
+// chunks (a LIMIT), which read their set in order and stop, and must read
+// pending batches by an index.
+func TestNoPlanReadsEveryBatch(t *testing.T) {
+	ctx := context.Background()
+	opts, rt := storetest.CountingPostgres(t)
+	s, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	e := mustDeliverEnvOn(t, mustEnvOn(t, s, clock.NewManual(start)))
+	runEveryPath(t, e)
+	statements := rt.Statements()
+
+	db := storetest.SQL(t, opts)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	exec := func(q string) {
+		t.Helper()
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As a gateway that has run a while: a day of batches, none pending.
+	// (A new deployment's few rows are read by scans, rightly: autovacuum
+	// analyses a growing table often, and each analysis replans.)
+	exec(`INSERT INTO push_delivery_batches (batch_id, host_fingerprint,
+			registration_id, kind, payload_json, members, state, due_at, expires_at, scheduled_at, created_at, finished_at)
+		SELECT gen_random_uuid()::text, 'busy-host-' || (i / 100), 'busy-phone-' || (i / 10), 'alert', '[]', 1, 'sent',
+			i, i + 60000, i, i, i + 1000
+		FROM generate_series(1, 20000) AS i`)
+	exec(`ANALYZE push_delivery_batches, push_event_recipients, push_events, push_devices, push_sessions`)
+	exec(`SET plan_cache_mode = force_generic_plan`)
+	checkPlans(t, conn, statements)
+}
+
+// checkPlans reads the generic plan of every statement of statements that
+// touches push_delivery_batches, on conn, and fails t for each that reads
+// the table, or an index of it, whole (TestNoPlanReadsEveryBatch).
+func checkPlans(t *testing.T, conn *sql.Conn, statements []string) {
+	t.Helper()
+	checked := 0
+	for i, q := range statements {
+		if !strings.Contains(q, "push_delivery_batches") {
+			continue
+		}
+		checked++
+		plan := genericPlan(t, conn, fmt.Sprintf("plan%d", i), q)
+		if strings.Contains(q, " LIMIT ") {
+			// The sweep's and the prune's chunks: they read their set in
+			// order up to the limit, by the plan the table's size makes
+			// cheapest, and are not on a push's path; but pending
+			// batches, by their index (ExpireOverdue and LostBatches by
+			// due time), never by reading the table.
+			if strings.Contains(q, "state = 'pending'") && strings.Contains(plan, "Seq Scan on push_delivery_batches") {
+				t.Errorf("a plan reads every batch to find pending ones:\n%s\n%s", q, plan)
+			}
+			continue
+		}
+		if bad := readsWhole(plan, "push_delivery_batches"); bad != "" {
+			t.Errorf("a plan reads %s whole (no index condition):\n%s\n%s", bad, q, plan)
+		}
+	}
+	// Each path prepares statements on the batches: fewer means the
+	// recording lost them.
+	if checked < 20 {
+		t.Fatalf("%d statements on push_delivery_batches recorded, want at least 20", checked)
+	}
+}
+
+// runEveryPath runs the gateway's paths on e, each of which must succeed.
+func runEveryPath(t *testing.T, e *deliverEnv) {
+	t.Helper()
+	ctx := context.Background()
+	reg := e.device(t, "hostA", "phone")
+
+	// A window: an alert to two phones opens a batch each, a second
+	// joins both, a dismissal takes one member back; a task delivers one.
+	other := e.device(t, "hostA", "tablet")
+	e.mustSend(t, contract.StatusQueued, "hostA", alert("a", 1), reg, other)
+	id := e.sched.take()[0].BatchID
+	e.mustSend(t, contract.StatusQueued, "hostA", alert("b", 2), reg, other)
+	e.mustSend(t, contract.StatusQueued, "hostA", dismissal("b", 2), reg)
+	e.sched.take()
+	e.clock.Advance(contract.DefaultCoalesce)
+	e.deliver(t, id)
+
+	// A retry, and then its delivery; with a badge to stamp.
+	if err := e.store.SetBadge(ctx, "hostA", reg, 3, e.now()); err != nil {
+		t.Fatal(err)
+	}
+	id = e.queue(t, reg, alert("c", 3))
+	e.clock.Advance(contract.DefaultCoalesce)
+	e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+		return push.Outcome{Kind: push.Retry, Reason: "ServiceUnavailable"}
+	}
+	e.deliver(t, id)
+	e.sched.take()
+	e.clock.Advance(time.Hour)
+	e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome { return push.Outcome{Kind: push.Sent} }
+	e.deliver(t, id)
+	e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+		return push.Outcome{Kind: push.Terminal, Reason: "BadTopic"} // gives the badge back
+	}
+	id = e.queue(t, reg, alert("d", 4))
+	e.clock.Advance(contract.DefaultCoalesce)
+	e.deliver(t, id)
+
+	// Inline delivery with a lease at admission (no window): while the
+	// first alert is in flight a second is admitted and held back, and
+	// the first's end hands on to it.
+	next := &recorder{}
+	in, err := delivery.NewInline(e.dl, next, e.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline, err := delivery.NewAdmission(delivery.Options{Keys: sealtest.Ring(t), Digest: sealtest.DigestKey(t),
+		Store: e.store, Clock: e.clock, Counters: e.counters, Scheduler: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(n contract.Notification) {
+		t.Helper()
+		res, err := inline.Send(ctx, "hostA", contract.SendRequest{RegistrationIDs: []string{reg}, Notification: n})
+		if err != nil || res[0].Status != contract.StatusQueued {
+			t.Fatalf("Send(%s) = %+v, %v, want queued", n.NotificationID, res, err)
+		}
+	}
+	var sent []string
+	e.prov.step = func(_ context.Context, _ push.Target, m push.Message) push.Outcome {
+		sent = append(sent, m.NotificationID)
+		if len(sent) == 1 {
+			send(alert("f", 6))
+		}
+		return push.Outcome{Kind: push.Sent}
+	}
+	send(alert("e", 5))
+	if !slices.Equal(sent, []string{"e", "f"}) {
+		t.Fatalf("inline sends %v, want e and then f (handed on)", sent)
+	}
+	send(dismissal("e", 5))
+
+	// The sweep and the prune, receipts, a device's removal.
+	now := e.now()
+	if _, err := e.store.ExpireOverdue(ctx, now, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.LostBatches(ctx, now, 1000, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.GiveBackBadges(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Prune(ctx, now, 1000, 1000, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Receipts(ctx, "hostA", []string{"event"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.queue(t, reg, alert("g", 7))
+	if err := e.store.DeleteDevice(ctx, "hostA", reg, e.now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// parameter matches a statement's parameter.
+var parameter = regexp.MustCompile(`\$(\d+)`)
+
+// genericPlan prepares q as name on conn and returns its generic plan,
+// every parameter NULL (a generic plan does not depend on them).
+func genericPlan(t *testing.T, conn *sql.Conn, name, q string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+q); err != nil {
+		t.Fatalf("prepare: %v\n%s", err, q)
+	}
+	n := 0
+	for _, m := range parameter.FindAllStringSubmatch(q, -1) {
+		k, _ := strconv.Atoi(m[1])
+		n = max(n, k)
+	}
+	args := strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ")
+	rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE `+name+`(`+args+`)`)
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, q)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan.String()
+}
+
+// scanNode matches a plan node that scans a table or an index, naming
+// them: "Seq Scan on t", "Index Scan using i on t", "Index Only Scan
+// Backward using i on t", "Bitmap Index Scan on i".
+var scanNode = regexp.MustCompile(`(Seq Scan on (\S+)|Index (?:Only )?Scan(?: Backward)? using (\S+) on (\S+)|Bitmap Index Scan on (\S+))`)
+
+// readsWhole returns the first scan in plan of table, or of one of its
+// indexes (named table_…), that has no index condition, and "" when there
+// is none: such a scan reads every row of what it scans.
+func readsWhole(plan, table string) string {
+	lines := strings.Split(plan, "\n")
+	for i, line := range lines {
+		m := scanNode.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		on := m[2] + m[4] + m[5]
+		if on != table && !strings.HasPrefix(on, table+"_") {
+			continue
+		}
+		if strings.HasPrefix(m[1], "Seq Scan") {
+			return m[1]
+		}
+		// The node's details are the lines below it, up to the next node.
+		cond := false
+		for _, d := range lines[i+1:] {
+			if strings.Contains(d, "->") || scanNode.MatchString(d) {
+				break
+			}
+			cond = cond || strings.Contains(d, "Index Cond:")
+		}
+		if !cond {
+			return m[1]
+		}
+	}
+	return ""
+}
