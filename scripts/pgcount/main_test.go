@@ -123,7 +123,7 @@ func TestCountModes(t *testing.T) {
 // planned on a table of their finished ones with none pending (-pending):
 // 967,947, where the partial indexes of pending batches on state alone
 // made it 9,107,350 (the outcome and the lease probe read every pending
-// batch; TestNoPlanReadsEveryBatch holds the plans themselves).
+// batch; TestNoPlanReadsATableWhole holds the plans themselves).
 func TestPushCostHeld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL under valgrind four times")

@@ -63,7 +63,7 @@ func (s *Store) StampBadge(ctx context.Context, id, token, registrationID string
 // The batch is read by its key alone: its raise is tested against a
 // parameter (0), not the literal of the owed batches' index
 // (push_delivery_batches_badge_owed), so that the planner cannot read
-// every owed batch to find it (TestNoPlanReadsEveryBatch).
+// every owed batch to find it (TestNoPlanReadsATableWhole).
 func (s *Store) GiveBackBadge(ctx context.Context, id string) error {
 	_, err := s.giveBack(ctx, `batch_id = $1 AND badge_raised > $2 AND state <> 'pending' AND state <> 'sent'`, id, 0)
 	if err != nil {

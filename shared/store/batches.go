@@ -150,8 +150,9 @@ type Join struct {
 // five); on SQLite, where a statement costs no round trip, one each. The
 // batches are also named by their ids as an array, so that their key's
 // index finds them: by the join with the arrays alone, a plan made on a
-// small table read every batch (scripts/pgcount -mode window -regs 5:
-// 1.8 M instructions a send; TestNoPlanReadsEveryBatch).
+// small table read every batch (scripts/pgcount -mode window -regs 5,
+// whose cluster runs no autovacuum to replan: 1.8 M instructions a send;
+// TestWindowCostHeld).
 func (t *Tx) JoinBatches(ctx context.Context, js []Join) error {
 	if len(js) < 2 || !t.pipelined() {
 		for _, j := range js {

@@ -21,7 +21,7 @@ import (
 //
 // The other batches are read by the registration as a value (the
 // subquery), not joined with b: joined, the planner may read every pending
-// batch and keep those of the registration (TestNoPlanReadsEveryBatch).
+// batch and keep those of the registration (TestNoPlanReadsATableWhole).
 //
 // $1 batch id, $2 now, $3 lease token, $4 lease until, $5 expired reason,
 // $6 empty payload.

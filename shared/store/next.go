@@ -97,10 +97,11 @@ const endLeasedStatement = `UPDATE push_delivery_batches SET
 // (s), made only when h ended the holder, both on the snapshot the
 // statement began with; it returns whether h did and the siblings' ids,
 // oldest due first. endLeasedStatement's one update with an OR of the two
-// could only be planned as a bitmap of both indexes or as a read of every
-// pending batch, which a generic plan made while few were pending chose
-// (TestNoPlanReadsEveryBatch); the bitmap cost a push 35,000 instructions
-// more than the two updates (scripts/pgcount -mode push).
+// can only be planned as a bitmap of both indexes, or, before migration
+// 0012, as a read of every pending batch, which a generic plan made while
+// few were pending chose (TestNoPlanReadsATableWhole); the bitmap cost a
+// push 35,000 instructions more than the two updates (scripts/pgcount
+// -mode push).
 const endLeasedPostgres = `WITH h AS (
 			UPDATE push_delivery_batches SET state = $4, reason = $5, payload_json = $6, finished_at = $7,
 				lease_token = NULL, lease_until = 0
@@ -171,7 +172,7 @@ func (t *Tx) holdBack(ctx context.Context, id string, now int64) error {
 // back. Both statements wait for that statement's round trip. The
 // registration is a parameter, not the join of the device with the batch:
 // joined, a plan made while few batches were pending could read every
-// pending batch to find the one (TestNoPlanReadsEveryBatch saw it before
+// pending batch to find the one (TestNoPlanReadsATableWhole saw it before
 // migration 0012).
 func (t *Tx) giveBackLeased(ctx context.Context, id, registrationID, token string) error {
 	err := t.later(ctx, "give back badge", `UPDATE push_devices SET badge_count = CASE
