@@ -269,8 +269,9 @@ const (
 	startSendOpen     = `o.batch_id, o.payload_json, o.members, o.due_at, o.expires_at, CAST(0 AS BIGINT)`
 	startSendOpenFrom = ` LEFT JOIN push_delivery_batches o ON o.batch_id = a.batch_id`
 	// recipientBatch is the batch a recipient is recorded with: $14's new
-	// one, which it opens, at the registration's place in $9. openRecipientBatch, for an alert that
-	// may join, is the registration's open batch when there is one (a
+	// one, which it opens, at the registration's place in $9.
+	// openRecipientBatch, for an alert that may join, is the
+	// registration's open batch when there is one (a
 	// pending alert batch never attempted, due and expiring after now),
 	// which the alert most often joins: it is then recorded with it, and
 	// with no second write (Tx.MoveRecipient) when it does. The final
