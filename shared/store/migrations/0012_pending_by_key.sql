@@ -1,3 +1,4 @@
+-- postgres only
 -- Neither index of pending batches can be read whole by a statement that
 -- looks a batch up by its key, nor the one by due time by a statement that
 -- reads a registration's batches (issue 32). Both were partial indexes on
@@ -14,10 +15,14 @@
 -- previous version, during a rollout, still read them by it) and the
 -- sweep's (scheduled_at: LostBatches compares it, ExpireOverdue states
 -- scheduled_at >= 0). Both conditions hold for every row: the columns are
--- NOT NULL. The batches table holds at most a day of rows, so building
--- these inside the migration's transaction blocks writes briefly; an
--- instance of the previous version expires overdue batches by a scan until
--- it is replaced (its statement names no scheduled_at).
+-- NOT NULL. SQLite keeps the indexes on state alone: its planner picks an
+-- index by rules, not by a table's statistics, and prefers the key's, so it
+-- never read a pending index whole; and some of its versions take IS NOT
+-- NULL of a NOT NULL column for true, which would leave them no index of
+-- pending batches at all (TestSQLitePendingIndexes). The batches table holds at most a day of
+-- rows, so building these inside the migration's transaction blocks writes
+-- briefly; an instance of the previous version expires overdue batches by a
+-- scan until it is replaced (its statement names no scheduled_at).
 DROP INDEX push_delivery_batches_pending;
 CREATE INDEX push_delivery_batches_pending ON push_delivery_batches (registration_id, due_at)
     WHERE state = 'pending' AND registration_id IS NOT NULL;
