@@ -227,36 +227,12 @@ var parameter = regexp.MustCompile(`\$(\d+)`)
 // every parameter NULL (a generic plan does not depend on them).
 func genericPlan(t *testing.T, conn *sql.Conn, name, q string) string {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+q); err != nil {
-		t.Fatalf("prepare: %v\n%s", err, q)
-	}
 	n := 0
 	for _, m := range parameter.FindAllStringSubmatch(q, -1) {
 		k, _ := strconv.Atoi(m[1])
 		n = max(n, k)
 	}
-	run := `EXPLAIN EXECUTE ` + name
-	if n > 0 {
-		run += `(` + strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") + `)`
-	}
-	rows, err := conn.QueryContext(ctx, run)
-	if err != nil {
-		t.Fatalf("explain: %v\n%s", err, q)
-	}
-	defer rows.Close()
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan.WriteString(line + "\n")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return plan.String()
+	return storetest.Plan(t, conn, name, q, strings.TrimSuffix(strings.Repeat("NULL, ", n), ", "))
 }
 
 // scanNode matches a plan node that scans a table or an index, naming

@@ -952,7 +952,7 @@ func TestGroupLockPlans(t *testing.T) {
 			t.Fatalf("%.40s: %v", q, err)
 		}
 	}
-	plan := explain(t, conn, "send_locks", store.GroupLockQuery([]string{"hostA", "hostB"}), `'p', '{hostA,hostB}', '100ms'`)
+	plan := storetest.Plan(t, conn, "send_locks", store.GroupLockQuery([]string{"hostA", "hostB"}), `'p', '{hostA,hostB}', '100ms'`)
 	if strings.Contains(plan, "push_delivery_batches") {
 		t.Errorf("the generic plan of a send group's lock statement reads the batch table:\n%s", plan)
 	}

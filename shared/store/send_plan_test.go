@@ -24,7 +24,7 @@ func TestStartSendPlan(t *testing.T) {
 		stmt           string
 	}{{"alert", false, false, "alert"}, {"alert with a lease", false, true, "leased"}, {"dismissal", true, false, "dismissal"}} {
 		t.Run(c.name, func(t *testing.T) {
-			p := explain(t, conn, c.stmt, store.StartSendQuery(c.dismiss, c.lease),
+			p := storetest.Plan(t, conn, c.stmt, store.StartSendQuery(c.dismiss, c.lease),
 				`'e', 1, 'h', 'ep', 'n', 1, 'alert', 'f', '{r}', 't', 2, 0, 300, '{b}', 'f'`)
 			if !strings.Contains(p, "Index Scan using push_events_quota") || strings.Contains(p, "Index Only Scan using push_events_quota") {
 				t.Errorf("the quota's count does not scan its index and read the rows:\n%s", p)
@@ -61,33 +61,6 @@ func planConn(t *testing.T) *sql.Conn {
 		t.Fatal(err)
 	}
 	return conn
-}
-
-// explain prepares query as name on conn and returns its plan for args,
-// the parameters' literals.
-func explain(t *testing.T, conn *sql.Conn, name, query, args string) string {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+query); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := conn.QueryContext(ctx, `EXPLAIN EXECUTE `+name+`(`+args+`)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan.WriteString(line + "\n")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return plan.String()
 }
 
 // TestSQLitePendingIndexes holds that SQLite reads a registration's pending

@@ -148,3 +148,36 @@ func LockTable(t testing.TB, opts store.Options, table string) (release func()) 
 	}
 	return func() { tx.Rollback() }
 }
+
+// Plan prepares query as name on conn, a PostgreSQL connection, and returns
+// the plan EXPLAIN gives for it with args, the parameters' literals ("" for
+// a statement without any): the generic plan once conn has plan_cache_mode
+// force_generic_plan, whatever the literals.
+func Plan(t testing.TB, conn *sql.Conn, name, query, args string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+query); err != nil {
+		t.Fatalf("prepare: %v\n%s", err, query)
+	}
+	run := `EXPLAIN EXECUTE ` + name
+	if args != "" {
+		run += `(` + args + `)`
+	}
+	rows, err := conn.QueryContext(ctx, run)
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, query)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan.String()
+}
