@@ -27,6 +27,7 @@ func TestFlags(t *testing.T) {
 		{"burst over the request's alerts", []string{"-mode", "burst", "-alerts", "21"}},
 		{"one count of bursts", []string{"-mode", "burst", "-bursts", "3"}},
 		{"negative pending", []string{"-pending", "-1"}},
+		{"pending with a window", []string{"-mode", "window", "-pending", "10"}},
 		{"setting without a value", []string{"-pg-setting", "deadlock_timeout"}},
 		{"setting with a quote", []string{"-pg-setting", "deadlock_timeout=1s'"}},
 	} {

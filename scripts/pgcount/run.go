@@ -186,6 +186,9 @@ func parse(args []string, stdout io.Writer) (options, error) {
 	if o.pending < 0 || o.pending > 1_000_000 {
 		return o, fmt.Errorf("%w: -pending must be in 0..1000000", errUsage)
 	}
+	if o.pending > 0 && o.mode != "send" && o.mode != "push" {
+		return o, fmt.Errorf("%w: -pending counts -mode send or push only", errUsage)
+	}
 	if o.port < 0 || o.port > 65535 {
 		return o, fmt.Errorf("%w: -port must be in 0..65535", errUsage)
 	}
