@@ -40,27 +40,17 @@ func TestStartSendPlan(t *testing.T) {
 }
 
 // planConn opens a store on PostgreSQL, which migrates a schema of the
-// test's own, and returns a connection to it on which every prepared
-// statement runs on its generic plan, as a long-lived connection's soon
-// does.
+// test's own, and returns a connection to it that reads generic plans
+// (storetest.PlanConn).
 func planConn(t *testing.T) *sql.Conn {
 	t.Helper()
-	ctx := context.Background()
 	opts := storetest.PostgresOptions(t)
-	s, err := store.Open(ctx, opts)
+	s, err := store.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	conn, err := storetest.SQL(t, opts).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
-		t.Fatal(err)
-	}
-	return conn
+	return storetest.PlanConn(t, opts)
 }
 
 // TestSQLitePendingIndexes holds that SQLite reads a registration's pending

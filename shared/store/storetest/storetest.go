@@ -149,6 +149,24 @@ func LockTable(t testing.TB, opts store.Options, table string) (release func()) 
 	return func() { tx.Rollback() }
 }
 
+// PlanConn opens a connection to the PostgreSQL database opts names,
+// closed when t ends, on which every prepared statement runs on its generic
+// plan, as a long-lived connection's soon does: the connection Plan reads
+// plans on.
+func PlanConn(t testing.TB, opts store.Options) *sql.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := SQL(t, opts).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // Plan prepares query as name on conn, a PostgreSQL connection, and returns
 // the plan EXPLAIN gives for it with args, the parameters' literals ("" for
 // a statement without any): the generic plan once conn has plan_cache_mode
