@@ -73,13 +73,11 @@ func (b *burstOptions) parse(alerts, bursts string) error {
 // runBurst prints one measurement per -alerts.
 func (c *cluster) runBurst(ctx context.Context, o options, stdout io.Writer) error {
 	for _, n := range o.burst.alerts {
-		var total [2]int64
-		var splits [2]split
-		for i, b := range o.burst.bursts {
-			var err error
-			if total[i], splits[i], err = c.count(ctx, o.mode, 1, n, b); err != nil {
-				return err
-			}
+		total, splits, err := c.pair(func(i int) (int64, split, error) {
+			return c.count(ctx, o.mode, 1, n, o.burst.bursts[i])
+		})
+		if err != nil {
+			return err
 		}
 		pushes := (o.burst.bursts[1] - o.burst.bursts[0]) * n
 		per := float64(total[1]-total[0]) / float64(pushes)

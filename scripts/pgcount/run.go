@@ -106,12 +106,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	for _, regs := range o.regs {
 		for _, k := range o.inWindow {
-			var total [2]int64
-			var splits [2]split
-			for i, n := range o.sends {
-				if total[i], splits[i], err = c.count(ctx, o.mode, regs, k, n); err != nil {
-					return err
-				}
+			total, splits, err := c.pair(func(i int) (int64, split, error) {
+				return c.count(ctx, o.mode, regs, k, o.sends[i])
+			})
+			if err != nil {
+				return err
 			}
 			per := float64(total[1]-total[0]) / float64(o.sends[1]-o.sends[0])
 			fmt.Fprintf(stdout, "pgcount mode=%s regs=%d in-window=%d instructions/%s=%.0f (PostgreSQL's backends, runs of %d and %d)\n",
@@ -255,6 +254,49 @@ type cluster struct {
 	// pending is the other hosts' pending batches sends adds after the
 	// window is filled (pastBatches, pendingElsewhere).
 	pending int
+	// backends is how many backends the last run's cluster counted
+	// instructions in (pair).
+	backends int
+}
+
+// pairTries is how many times pair runs a measurement's two runs at most.
+const pairTries = 3
+
+// pair runs the two runs of one measurement, run(0) and run(1), and runs
+// both again, at most pairTries times in all, while their clusters counted
+// instructions in different numbers of backends. A connection opened in one
+// run and not in the other prepares and plans every statement it runs
+// again, and its first executions are planned anew (custom plans): some 1.2
+// M instructions, which a measurement of 20 units reads as 60,000 a unit.
+// It happens when a send finds its usual connection still busy (a slot of
+// the store's combiners not yet given back), which a loaded machine makes
+// likelier: a CI run once read TestWindowCostHeld's one-registration send
+// 9 % over its count so. The last pair stands, with a note, if none
+// matched.
+func (c *cluster) pair(run func(i int) (int64, split, error)) ([2]int64, [2]split, error) {
+	var (
+		total  [2]int64
+		splits [2]split
+	)
+	for try := 1; ; try++ {
+		var backends [2]int
+		for i := range 2 {
+			var err error
+			if total[i], splits[i], err = run(i); err != nil {
+				return total, splits, err
+			}
+			backends[i] = c.backends
+		}
+		if backends[0] == backends[1] {
+			return total, splits, nil
+		}
+		fmt.Fprintf(c.stderr, "pgcount: the two runs counted %d and %d backends", backends[0], backends[1])
+		if try == pairTries {
+			fmt.Fprintf(c.stderr, "; kept after %d tries\n", try)
+			return total, splits, nil
+		}
+		fmt.Fprintf(c.stderr, "; running both again\n")
+	}
 }
 
 // newCluster creates a cluster (initdb) set for counting: no autovacuum,
@@ -395,7 +437,8 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 	if err := stop(); err != nil {
 		return 0, nil, err
 	}
-	total, err := totals(out)
+	total, backends, err := totals(out)
+	c.backends = backends
 	if err != nil || !c.split {
 		return total, nil, err
 	}
@@ -646,24 +689,33 @@ func quoted(ids []string) string {
 	return string(b)
 }
 
-// totals sums the instructions of every callgrind file in dir.
-func totals(dir string) (int64, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.cg*"))
+// totals sums the instructions of every callgrind file in dir, and counts
+// the backends they were counted in (files of processes that ran no
+// statement, such as the checkpointer's, count none).
+func totals(dir string) (sum int64, backends int, err error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.cg"))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var sum int64
-	for _, name := range files {
+	parts, err := filepath.Glob(filepath.Join(dir, "*.cg.*"))
+	if err != nil {
+		return 0, 0, err
+	}
+	counted := make(map[string]bool) // a backend's files, by process
+	for _, name := range append(files, parts...) {
 		n, err := fileTotal(name)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		sum += n
+		if n > 0 {
+			counted[strings.SplitN(filepath.Base(name), ".", 2)[0]] = true
+		}
 	}
 	if sum == 0 {
-		return 0, fmt.Errorf("no instructions counted in %s", dir)
+		return 0, 0, fmt.Errorf("no instructions counted in %s", dir)
 	}
-	return sum, nil
+	return sum, len(counted), nil
 }
 
 // fileTotal reads the "totals:" (or "summary:") line of a callgrind file.

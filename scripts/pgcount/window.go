@@ -55,13 +55,11 @@ func (w *windowOptions) flags(fs *flag.FlagSet) *string {
 func (c *cluster) runWindow(ctx context.Context, o options, stdout io.Writer) error {
 	for _, regs := range o.regs {
 		for _, k := range o.window.members {
-			var total [2]int64
-			var splits [2]split
-			for i, m := range []int{k, k + 1} {
-				var err error
-				if total[i], splits[i], err = c.count(ctx, o.mode, regs, m, o.window.rounds); err != nil {
-					return err
-				}
+			total, splits, err := c.pair(func(i int) (int64, split, error) {
+				return c.count(ctx, o.mode, regs, k+i, o.window.rounds)
+			})
+			if err != nil {
+				return err
 			}
 			per := float64(total[1]-total[0]) / float64(o.window.rounds)
 			fmt.Fprintf(stdout, "pgcount mode=window regs=%d members=%d instructions/joining send=%.0f (PostgreSQL's backends, %d rounds of %d and %d sends)\n",
