@@ -270,9 +270,10 @@ const pairTries = 3
 // M instructions, which a measurement of 20 units reads as 60,000 a unit.
 // It happens when a send finds its usual connection still busy (a slot of
 // the store's combiners not yet given back), which a loaded machine makes
-// likelier: a CI run once read TestWindowCostHeld's one-registration send
-// 9 % over its count so. The last pair stands, with a note, if none
-// matched.
+// likelier. (A CI run once read TestWindowCostHeld's one-registration send
+// 59,000 instructions, 9 %, over its count, what one such connection makes
+// of 20 units; that run kept no split to tell whether it was the cause.)
+// The last pair stands, with a note, if none matched.
 func (c *cluster) pair(run func(i int) (int64, split, error)) ([2]int64, [2]split, error) {
 	var (
 		total  [2]int64
