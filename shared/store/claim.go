@@ -114,7 +114,7 @@ func (t *Tx) Fences(ctx context.Context, host string, ids []string) (map[FenceKe
 
 // LeaseBatch leases a pending batch to token until leaseUntil and counts the
 // attempt; it returns the new attempt count. It must be the transaction's
-// last statement: on PostgreSQL COMMIT travels with it.
+// last statement: on PostgreSQL the commit travels with it.
 func (t *Tx) LeaseBatch(ctx context.Context, id, token string, leaseUntil int64) (int, error) {
 	var attempts int
 	err := t.r.final(ctx, `UPDATE push_delivery_batches

@@ -58,8 +58,9 @@ const postgresClaim = `WITH b AS (
 		ARRAY(SELECT notification_seq FROM fences)
 	FROM b LEFT JOIN push_devices d ON d.registration_id = b.registration_id`
 
-// claim runs postgresClaim as the transaction's final statement: BEGIN, the
-// host lock, the claim and COMMIT go in one round trip.
+// claim runs postgresClaim as the transaction's final statement: the host
+// lock and the claim go in one round trip, which commits them
+// (pipeline.implicit).
 func (postgresDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, error) {
 	var (
 		c                         Claim

@@ -53,7 +53,7 @@ type claimArgs struct {
 // It runs under the batch's host lock: admission changes a registration's
 // pending batches under that lock (it joins, flushes, cancels members), and
 // two claims of one registration must not both find the other not yet in
-// flight. On PostgreSQL the lock, the claim and COMMIT travel in one round
+// flight. On PostgreSQL the lock, the claim and the commit travel in one round
 // trip and the claim is one statement; under load, claims that arrive
 // together share that round trip and transaction, under all their hosts'
 // locks (group commit, see SharedHostTx): each statement still sees the

@@ -37,8 +37,8 @@ import (
 // returns nothing: the new holder records the outcome and hands on. The
 // lease token fences it, and on PostgreSQL it runs under the host's lock
 // (see above; the caller names the host, read with the batch, which spares
-// the lock statement reading the batch's row) in one round trip (BEGIN, the lock, the statement and
-// COMMIT). A batch that ends in any state but sent gives its badge raise
+// the lock statement reading the batch's row) in one round trip (the lock and the statement, committed
+// with the round trip: pipeline.implicit). A batch that ends in any state but sent gives its badge raise
 // back in the same transaction and round trip (giveBackLeased), before
 // the hand-on's claim of the next batch reads the count; under load, outcomes that arrive together share one transaction
 // and round trip (group commit, see SharedHostTx). On SQLite it is one
@@ -115,7 +115,7 @@ const endLeasedPostgres = `WITH h AS (
 		SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT batch_id FROM s ORDER BY due_at, created_at, batch_id)`
 
 // endLeasedBatch is EndLeasedBatch's statement, run by t: on PostgreSQL
-// as the transaction's final statement, so that COMMIT travels with it.
+// as the transaction's final statement, so that the commit travels with it.
 func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {
 	args := []any{id, registrationID, token, string(state), nullable(reason), EmptyPayload, now}
 	if t.pipelined() {

@@ -139,6 +139,77 @@ func TestFinalStatementCommits(t *testing.T) {
 	}
 }
 
+// TestFailingFinalStatementCommitsNothing: a transaction whose only round
+// trip carries its final statement (on PostgreSQL without BEGIN or COMMIT:
+// pipeline.implicit) keeps none of its writes when that statement fails
+// after a later write in the same round trip succeeded, and its connection
+// serves the next transaction.
+func TestFailingFinalStatementCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	// A lease to the token "boom" fails in the database.
+	boom := map[string][]string{
+		"postgres": {
+			`CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$`,
+			`CREATE TRIGGER boom BEFORE UPDATE ON push_delivery_batches
+				FOR EACH ROW WHEN (NEW.lease_token = 'boom') EXECUTE FUNCTION boom()`,
+		},
+		"sqlite": {`CREATE TRIGGER boom BEFORE UPDATE ON push_delivery_batches
+			WHEN NEW.lease_token = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`},
+	}
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			opts := d.Options(t)
+			opts.PoolMax = 1 // every transaction reuses the same connection
+			s, err := store.Open(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			reg := mustDevice(t, s, "hostA", "phone")
+			var id string
+			mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
+				var err error
+				id, err = tx.InsertBatch(ctx, dueAlertBatch("hostA", reg), 1)
+				return err
+			})
+			db := storetest.SQL(t, opts)
+			for _, q := range boom[d.Name] {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := mustCounts(t, s)
+			err = s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+				if err := tx.TouchHost(ctx, "hostB", "key", 1); err != nil {
+					return err
+				}
+				_, err := tx.LeaseBatch(ctx, id, "boom", 5000)
+				return err
+			})
+			if err == nil || !strings.Contains(err.Error(), "boom") {
+				t.Fatalf("HostTx = %v, want the final statement's error", err)
+			}
+			mustSameCounts(t, s, before, "a failed final statement")
+			if b := mustBatch(t, s, id); b.Attempts != 0 || b.LeaseUntil != 0 {
+				t.Errorf("the failed lease stayed: attempts %d, lease until %d", b.Attempts, b.LeaseUntil)
+			}
+			mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
+				if err := tx.TouchHost(ctx, "hostB", "key", 1); err != nil {
+					return err
+				}
+				_, err := tx.LeaseBatch(ctx, id, "lease", 5000)
+				return err
+			})
+			if after := mustCounts(t, s); after["push_hosts"] != before["push_hosts"]+1 {
+				t.Errorf("after a good transaction: %v, want one more host than %v", after, before)
+			}
+			if b := mustBatch(t, s, id); b.Attempts != 1 || b.LeaseUntil != 5000 {
+				t.Errorf("the good lease: attempts %d, lease until %d; want 1, 5000", b.Attempts, b.LeaseUntil)
+			}
+		})
+	}
+}
+
 // TestClaimTakesTheHostLock holds a host's lock in HostTx and checks that a
 // claim of a batch of that host, which finds its host inside the statement
 // that takes the lock, waits for it.
