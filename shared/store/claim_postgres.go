@@ -60,7 +60,7 @@ const postgresClaim = `WITH b AS (
 
 // claim runs postgresClaim as the transaction's final statement: the host
 // lock and the claim go in one round trip, which commits them
-// (pipeline.implicit).
+// (pipeline.beginImplicitly).
 func (postgresDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, error) {
 	var (
 		c                         Claim

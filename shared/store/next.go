@@ -37,10 +37,12 @@ import (
 // returns nothing: the new holder records the outcome and hands on. The
 // lease token fences it, and on PostgreSQL it runs under the host's lock
 // (see above; the caller names the host, read with the batch, which spares
-// the lock statement reading the batch's row) in one round trip (the lock and the statement, committed
-// with the round trip: pipeline.implicit). A batch that ends in any state but sent gives its badge raise
-// back in the same transaction and round trip (giveBackLeased), before
-// the hand-on's claim of the next batch reads the count; under load, outcomes that arrive together share one transaction
+// the lock statement reading the batch's row) in one round trip (the lock
+// and the statement, committed with the round trip:
+// pipeline.beginImplicitly). A batch that ends in any state but sent gives
+// its badge raise back in the same transaction and round trip
+// (giveBackLeased), before the hand-on's claim of the next batch reads the
+// count; under load, outcomes that arrive together share one transaction
 // and round trip (group commit, see SharedHostTx). On SQLite it is one
 // statement.
 func (s *Store) EndLeasedBatch(ctx context.Context, id, host, registrationID, token string, state BatchState, reason string, now int64) (bool, []string, error) {

@@ -176,8 +176,8 @@ const hostLockPrefix = "orca-push:host:"
 // transact runs fn on a pool connection in a pipelined transaction: BEGIN
 // and the host lock go with fn's first statement, fn's later writes with
 // COMMIT (a transaction of one round trip needs neither statement:
-// pipeline.implicit). A connection given back inside a transaction is destroyed by the
-// pool, so no failure leaves a transaction open.
+// pipeline.beginImplicitly). A connection given back inside a transaction
+// is destroyed by the pool, so no failure leaves a transaction open.
 func (d postgresDialect) transact(ctx context.Context, on lockOn, fn func(*Tx) error) (err error) {
 	pool, wait := d.poolFor(on.wait)
 	on.wait = wait

@@ -153,10 +153,10 @@ type statement struct {
 
 // pipeline is a runner over one pgx connection that holds a transaction:
 // an explicit one (BEGIN ... COMMIT) when it takes more than one round
-// trip, else the protocol's implicit one (implicit). Nothing is sent until
-// the first statement whose result is read, or the commit: the statements
-// waiting to be sent go in front of it in the same round trip, and an
-// error in any of them aborts the rest.
+// trip, else the protocol's implicit one (beginImplicitly). Nothing is
+// sent until the first statement whose result is read, or the commit: the
+// statements waiting to be sent go in front of it in the same round trip,
+// and an error in any of them aborts the rest.
 type pipeline struct {
 	conn *pgx.Conn
 	// prelude begins the transaction and takes its lock; it goes with
@@ -266,7 +266,7 @@ func (p *pipeline) later(_ context.Context, op, query string, args ...any) error
 }
 
 func (p *pipeline) final(ctx context.Context, query string, args ...any) scanner {
-	implicit := p.implicit()
+	implicit := p.beginImplicitly()
 	qs := []statement{{query: query, args: args}}
 	if !implicit {
 		qs = append(qs, statement{query: "COMMIT"})
@@ -289,7 +289,7 @@ func (p *pipeline) commit(ctx context.Context) error {
 	if p.committed || !p.began && len(p.queued) == 0 {
 		return nil
 	}
-	if !p.implicit() {
+	if !p.beginImplicitly() {
 		p.queued = append(p.queued, statement{op: "commit", query: "COMMIT"})
 	}
 	br, err := p.send(ctx)
@@ -299,17 +299,19 @@ func (p *pipeline) commit(ctx context.Context) error {
 	return br.Close()
 }
 
-// implicit reports whether the transaction's last round trip is also its
-// first, and if so leaves BEGIN out of the prelude: its statements then
-// run in the transaction that the extended protocol opens for them and its
-// Sync, which ends every round trip, commits, or rolls back after an error
-// (PostgreSQL skips the rest of a round trip after an error). Nothing is
+// beginImplicitly is called as the transaction's last round trip is
+// sent. When nothing has been sent before, so that it is also the first,
+// it takes BEGIN out of the prelude and reports true: the round trip's
+// statements then run in the transaction that the extended protocol opens
+// for them and that its Sync, which ends every round trip, commits, or
+// rolls back after an error (PostgreSQL skips the rest of a round trip
+// after an error); the caller sends no COMMIT. Nothing is
 // left out but the two statements: the lock is still taken first, and
 // each statement still sees the writes of those before it. A push's
 // outcome is such a transaction, and BEGIN and COMMIT as statements cost
 // it 21,000 of PostgreSQL's instructions (scripts/pgcount -mode push
 // -split: 965,367 -> 944,320).
-func (p *pipeline) implicit() bool {
+func (p *pipeline) beginImplicitly() bool {
 	if p.began {
 		return false
 	}

@@ -141,7 +141,7 @@ func TestFinalStatementCommits(t *testing.T) {
 
 // TestFailingFinalStatementCommitsNothing: a transaction whose only round
 // trip carries its final statement (on PostgreSQL without BEGIN or COMMIT:
-// pipeline.implicit) keeps none of its writes when that statement fails
+// pipeline.beginImplicitly) keeps none of its writes when that statement fails
 // after a later write in the same round trip succeeded, and its connection
 // serves the next transaction.
 func TestFailingFinalStatementCommitsNothing(t *testing.T) {
