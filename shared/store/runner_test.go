@@ -24,13 +24,7 @@ func TestTxFailureLeavesNothing(t *testing.T) {
 	errBoom := errors.New("boom")
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			opts := d.Options(t)
-			opts.PoolMax = 1 // every transaction reuses the same connection
-			s, err := store.Open(ctx, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s, _ := openOneConnection(t, d)
 			// tok0 is taken: a second session with that hash violates the key.
 			if err := s.HostTx(ctx, "hostZ", func(tx *store.Tx) error {
 				return tx.ReplaceSession(ctx, "hostZ", "tok0", 9000, 1)
@@ -115,7 +109,8 @@ func TestTxFailureLeavesNothing(t *testing.T) {
 }
 
 // TestFinalStatementCommits runs a transaction whose last statement carries
-// COMMIT on PostgreSQL, with a later write queued in front of it.
+// the commit on PostgreSQL, with a later write queued in front of it: its
+// only round trip, so without BEGIN or COMMIT (pipeline.beginImplicitly).
 func TestFinalStatementCommits(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range storetest.Dialects(t) {
@@ -158,20 +153,8 @@ func TestFailingFinalStatementCommitsNothing(t *testing.T) {
 	}
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			opts := d.Options(t)
-			opts.PoolMax = 1 // every transaction reuses the same connection
-			s, err := store.Open(ctx, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			reg := mustDevice(t, s, "hostA", "phone")
-			var id string
-			mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
-				var err error
-				id, err = tx.InsertBatch(ctx, dueAlertBatch("hostA", reg), 1)
-				return err
-			})
+			s, opts := openOneConnection(t, d)
+			id := mustDueBatch(t, s, "hostA")
 			db := storetest.SQL(t, opts)
 			for _, q := range boom[d.Name] {
 				if _, err := db.ExecContext(ctx, q); err != nil {
@@ -179,7 +162,7 @@ func TestFailingFinalStatementCommitsNothing(t *testing.T) {
 				}
 			}
 			before := mustCounts(t, s)
-			err = s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+			err := s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
 				if err := tx.TouchHost(ctx, "hostB", "key", 1); err != nil {
 					return err
 				}
@@ -218,13 +201,7 @@ func TestClaimTakesTheHostLock(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
 			s := storetest.Open(t, d)
-			reg := mustDevice(t, s, "hostA", "phone")
-			var id string
-			mustHostTx(t, s, "hostA", func(tx *store.Tx) error {
-				var err error
-				id, err = tx.InsertBatch(ctx, dueAlertBatch("hostA", reg), 1)
-				return err
-			})
+			id := mustDueBatch(t, s, "hostA")
 			var mu sync.Mutex
 			var order []string
 			log := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
@@ -291,4 +268,32 @@ func mustSameCounts(t *testing.T, s *store.Store, want map[string]int64, what st
 			t.Errorf("%s: %s has %d rows, want %d", what, k, got[k], v)
 		}
 	}
+}
+
+// openOneConnection opens a store of d whose every transaction reuses one
+// connection, and returns it with its options.
+func openOneConnection(t *testing.T, d storetest.Dialect) (*store.Store, store.Options) {
+	t.Helper()
+	opts := d.Options(t)
+	opts.PoolMax = 1
+	s, err := store.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, opts
+}
+
+// mustDueBatch records a registration of host and a due alert batch to it,
+// and returns the batch's id.
+func mustDueBatch(t *testing.T, s *store.Store, host string) string {
+	t.Helper()
+	reg := mustDevice(t, s, host, "phone")
+	var id string
+	mustHostTx(t, s, host, func(tx *store.Tx) error {
+		var err error
+		id, err = tx.InsertBatch(context.Background(), dueAlertBatch(host, reg), 1)
+		return err
+	})
+	return id
 }
