@@ -85,6 +85,14 @@ func (t *Tx) Setting(ctx context.Context, name string) (value, source string, er
 	return value, source, err
 }
 
+// FinalSetting is Setting as the transaction's final statement: on
+// PostgreSQL, in a transaction of one round trip, without BEGIN or COMMIT
+// (pipeline.beginImplicitly).
+func (t *Tx) FinalSetting(ctx context.Context, name string) (value, source string, err error) {
+	err = t.r.final(ctx, `SELECT current_setting($1), source FROM pg_settings WHERE name = $1`, name).Scan(&value, &source)
+	return value, source, err
+}
+
 // PoolSizes returns the most connections of s's PostgreSQL pools: the
 // pool's and the slot pool's (0 without one).
 func PoolSizes(s *Store) (pool, slots int) {

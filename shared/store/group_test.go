@@ -565,7 +565,10 @@ func testSlotsDoNotWaitForAHeldLock(t *testing.T, poolMax int) {
 // slotLockWait and any other transaction the session's lockWait, whichever
 // pool it runs on; with a slot pool the slot's wait is its connection's
 // own (a startup parameter, source "client"), so its lock statement sets
-// none; the two pools hold what PoolMax allows, no more.
+// none; the two pools hold what PoolMax allows, no more. A slot's wait set
+// by its lock statement ends with its transaction, also one of a single
+// round trip with no COMMIT of its own: the next transaction on the same
+// connection waits the session's.
 func TestSlotPool(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -604,6 +607,17 @@ func TestSlotPool(t *testing.T) {
 			value, _ = read(func(fn func(*store.Tx) error) error { return s.HostTx(ctx, host, fn) })
 			if value != "2s" {
 				t.Errorf("outside the slots: lock_timeout %s, want 2s", value)
+			}
+			err = s.SharedHostTx(ctx, host, func(tx *store.Tx) error {
+				value, source, err = tx.FinalSetting(ctx, "lock_timeout")
+				return err
+			})
+			if err != nil || value != "100ms" || source != c.source {
+				t.Errorf("in a slot, one round trip: lock_timeout %s from %s (%v), want 100ms from %s", value, source, err, c.source)
+			}
+			value, _ = read(func(fn func(*store.Tx) error) error { return s.HostTx(ctx, host, fn) })
+			if value != "2s" {
+				t.Errorf("outside the slots after a slot's one round trip: lock_timeout %s, want 2s", value)
 			}
 		})
 	}
