@@ -694,16 +694,12 @@ func quoted(ids []string) string {
 // the backends they were counted in (files of processes that ran no
 // statement, such as the checkpointer's, count none).
 func totals(dir string) (sum int64, backends int, err error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.cg"))
+	files, err := filepath.Glob(filepath.Join(dir, "*.cg*")) // a backend's "<pid>.cg" and its dumps' "<pid>.cg.<n>"
 	if err != nil {
 		return 0, 0, err
 	}
-	parts, err := filepath.Glob(filepath.Join(dir, "*.cg.*"))
-	if err != nil {
-		return 0, 0, err
-	}
-	counted := make(map[string]bool) // a backend's files, by process
-	for _, name := range append(files, parts...) {
+	counted := make(map[string]bool) // the backends, by process id
+	for _, name := range files {
 		n, err := fileTotal(name)
 		if err != nil {
 			return 0, 0, err
