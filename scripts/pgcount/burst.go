@@ -73,7 +73,7 @@ func (b *burstOptions) parse(alerts, bursts string) error {
 // runBurst prints one measurement per -alerts.
 func (c *cluster) runBurst(ctx context.Context, o options, stdout io.Writer) error {
 	for _, n := range o.burst.alerts {
-		total, splits, err := c.pair(func(i int) (int64, split, error) {
+		total, splits, err := c.pair(func(i int) (counted, error) {
 			return c.count(ctx, o.mode, 1, n, o.burst.bursts[i])
 		})
 		if err != nil {

@@ -27,10 +27,9 @@ func TestPairRunsAgain(t *testing.T) {
 			var stderr bytes.Buffer
 			c := &cluster{stderr: &stderr}
 			runs := 0
-			total, _, err := c.pair(func(i int) (int64, split, error) {
-				c.backends = tt.backends[runs]
+			total, _, err := c.pair(func(i int) (counted, error) {
 				runs++
-				return int64(runs - 1), nil, nil
+				return counted{total: int64(runs - 1), backends: tt.backends[runs-1]}, nil
 			})
 			if err != nil {
 				t.Fatal(err)

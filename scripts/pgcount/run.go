@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	for _, regs := range o.regs {
 		for _, k := range o.inWindow {
-			total, splits, err := c.pair(func(i int) (int64, split, error) {
+			total, splits, err := c.pair(func(i int) (counted, error) {
 				return c.count(ctx, o.mode, regs, k, o.sends[i])
 			})
 			if err != nil {
@@ -254,8 +254,13 @@ type cluster struct {
 	// pending is the other hosts' pending batches sends adds after the
 	// window is filled (pastBatches, pendingElsewhere).
 	pending int
-	// backends is how many backends the last run's cluster counted
-	// instructions in (pair).
+}
+
+// counted is what one run counted: its backends' instructions in all, per
+// statement with -split, and how many backends ran them (pair).
+type counted struct {
+	total    int64
+	split    split
 	backends int
 }
 
@@ -274,19 +279,19 @@ const pairTries = 3
 // 59,000 instructions, 9 %, over its count, what one such connection makes
 // of 20 units; that run kept no split to tell whether it was the cause.)
 // The last pair stands, with a note, if none matched.
-func (c *cluster) pair(run func(i int) (int64, split, error)) ([2]int64, [2]split, error) {
+func (c *cluster) pair(run func(i int) (counted, error)) ([2]int64, [2]split, error) {
 	var (
-		total  [2]int64
-		splits [2]split
+		total    [2]int64
+		splits   [2]split
+		backends [2]int
 	)
 	for try := 1; ; try++ {
-		var backends [2]int
 		for i := range 2 {
-			var err error
-			if total[i], splits[i], err = run(i); err != nil {
+			r, err := run(i)
+			if err != nil {
 				return total, splits, err
 			}
-			backends[i] = c.backends
+			total[i], splits[i], backends[i] = r.total, r.split, r.backends
 		}
 		if backends[0] == backends[1] {
 			return total, splits, nil
@@ -364,9 +369,9 @@ var unit = map[string]string{"send": "send", "push": "send+deliveries", "window"
 // count starts the cluster under callgrind, admits k+1 sends and then n
 // more of regs registrations by one host with k events in its window (with
 // mode push, delivering each batch a send made due; with mode insert, n+1
-// one-row insert transactions instead), stops the cluster and returns the
-// instructions its backends ran.
-func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64, split, error) {
+// one-row insert transactions instead), stops the cluster and returns what
+// it counted.
+func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (counted, error) {
 	c.runs++
 	switch mode {
 	case "window":
@@ -381,7 +386,7 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 	}
 	out := filepath.Join(c.dir, fmt.Sprintf("run%d", c.runs))
 	if err := c.as(ctx, "mkdir", out).Run(); err != nil {
-		return 0, nil, err
+		return counted{}, err
 	}
 	data := filepath.Join(c.dir, "data")
 	args := []string{"--tool=callgrind", "--trace-children=yes", "--collect-atstart=no",
@@ -395,13 +400,13 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 	if c.split {
 		f, err := os.Create(logName)
 		if err != nil {
-			return 0, nil, err
+			return counted{}, err
 		}
 		defer f.Close()
 		server.Stderr = f
 	}
 	if err := server.Start(); err != nil {
-		return 0, nil, err
+		return counted{}, err
 	}
 	stopped := false
 	stop := func() error {
@@ -418,7 +423,7 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 	defer stop()
 	url, err := c.createDatabase(ctx, fmt.Sprintf("run%d", c.runs))
 	if err != nil {
-		return 0, nil, err
+		return counted{}, err
 	}
 	switch mode {
 	case "insert":
@@ -433,18 +438,17 @@ func (c *cluster) count(ctx context.Context, mode string, regs, k, n int) (int64
 		err = c.sends(ctx, url, mode == "push", regs, k, n)
 	}
 	if err != nil {
-		return 0, nil, err
+		return counted{}, err
 	}
 	if err := stop(); err != nil {
-		return 0, nil, err
+		return counted{}, err
 	}
-	total, backends, err := totals(out)
-	c.backends = backends
-	if err != nil || !c.split {
-		return total, nil, err
+	var r counted
+	if r.total, r.backends, err = totals(out); err != nil || !c.split {
+		return r, err
 	}
-	sp, err := readSplit(out, logName)
-	return total, sp, err
+	r.split, err = readSplit(out, logName)
+	return r, err
 }
 
 // createDatabase waits for the server and creates the database name, so

@@ -55,7 +55,7 @@ func (w *windowOptions) flags(fs *flag.FlagSet) *string {
 func (c *cluster) runWindow(ctx context.Context, o options, stdout io.Writer) error {
 	for _, regs := range o.regs {
 		for _, k := range o.window.members {
-			total, splits, err := c.pair(func(i int) (int64, split, error) {
+			total, splits, err := c.pair(func(i int) (counted, error) {
 				return c.count(ctx, o.mode, regs, k+i, o.window.rounds)
 			})
 			if err != nil {
