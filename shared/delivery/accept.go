@@ -49,7 +49,7 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	// stored one is at most the same expiresAt, or the content differs).
 	add := ev.deadline > now && !overflow
 	noJoin := a.joinsNone(ev)
-	start := store.SendStart{TokenHash: tokenHash, Add: add, NoJoin: noJoin, Lease: a.leases(ev), Event: store.NewEvent{
+	start := store.SendStart{TokenHash: tokenHash, Add: add, NoJoin: noJoin, Lease: a.leases(ev), QuotaMode: a.quota.get(ev.host), Event: store.NewEvent{
 		ID: ev.id, Host: ev.host, Kind: ev.kind, Fingerprint: ev.fingerprint, FormerFingerprint: ev.former, RegistrationIDs: regs,
 		Deadline: ev.deadline, QuotaSince: now - contract.QuotaWindow.Milliseconds(), Quota: quota(ev.kind),
 	}}
@@ -64,6 +64,7 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	if err != nil {
 		return err
 	}
+	a.quota.set(ev.host, st.QuotaMode)
 	if tokenHash != "" {
 		switch {
 		case !st.SessionFound:

@@ -61,6 +61,8 @@ type Admission struct {
 	budget   time.Duration
 	payloads payloads
 	digest   *seal.DigestKey
+	// quota is each busy host's store.QuotaMode, from its last send.
+	quota quotaModes
 }
 
 // NewAdmission returns an Admission; it returns ErrBadOptions when a

@@ -71,10 +71,11 @@ func GroupLockQuery(hosts []string) string {
 }
 
 // StartSendQuery returns the text of the statement that starts a send on
-// PostgreSQL (startSendStmt): for an alert that may join an open batch, or
-// a dismissal, with or without a lease's columns.
-func StartSendQuery(dismiss, lease bool) string {
-	return startSendTexts[[3]bool{dismiss, false, lease}]
+// PostgreSQL (startSendStmt): for an alert with a session that may join an
+// open batch, deciding its quota in mode, or a dismissal, with or without a
+// lease's columns.
+func StartSendQuery(dismiss, lease bool, mode QuotaMode) string {
+	return startSendTexts[sendText{dismiss: dismiss, lease: lease, plain: dismiss, quota: mode}]
 }
 
 // Setting reads, in t, the value of PostgreSQL's setting name and where

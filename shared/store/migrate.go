@@ -66,8 +66,9 @@ func latestVersion() int64 {
 	return m[len(m)-1].version
 }
 
-// splitStatements drops -- comments and splits on semicolons; the migration
-// files hold no semicolon inside a literal.
+// splitStatements drops -- comments and splits on semicolons outside a
+// $$-quoted body (a function's); the migration files hold no semicolon
+// inside a literal, and no "--" or "$$" inside either.
 func splitStatements(text string) []string {
 	var b strings.Builder
 	for _, line := range strings.Split(text, "\n") {
@@ -78,10 +79,26 @@ func splitStatements(text string) []string {
 		b.WriteByte('\n')
 	}
 	var out []string
-	for _, s := range strings.Split(b.String(), ";") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+	var stmt strings.Builder
+	for i, part := range strings.Split(b.String(), "$$") {
+		if i%2 == 1 { // inside $$ … $$: kept whole, quotes and all
+			stmt.WriteString("$$" + part + "$$")
+			continue
 		}
+		pieces := strings.Split(part, ";")
+		for j, p := range pieces {
+			stmt.WriteString(p)
+			if j == len(pieces)-1 {
+				break
+			}
+			if s := strings.TrimSpace(stmt.String()); s != "" {
+				out = append(out, s)
+			}
+			stmt.Reset()
+		}
+	}
+	if s := strings.TrimSpace(stmt.String()); s != "" {
+		out = append(out, s)
 	}
 	return out
 }

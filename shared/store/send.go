@@ -34,6 +34,9 @@ type SendStart struct {
 	// send may open a batch due at once that its request delivers
 	// (delivery.Inline). Without it both are empty.
 	Lease bool
+	// QuotaMode is how an alert's quota is decided on PostgreSQL: the
+	// SendStarted.QuotaMode of the host's last send.
+	QuotaMode QuotaMode
 }
 
 // SendStarted is what the first round trip found.
@@ -47,6 +50,8 @@ type SendStarted struct {
 	// Recipients[i].
 	Added   []bool
 	Pending []Pending
+	// QuotaMode is the mode the host's next send should start with.
+	QuotaMode QuotaMode
 }
 
 // StartSend reads the session and records the event and the recipients of s
@@ -121,21 +126,72 @@ func sessionStmt(tokenHash, host string) statement {
 // 7 µs of its CPU per request, BenchmarkSendAdmission) and the database
 // binds and plans one.
 func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendStarted, error) {
-	st := startSendStmt(s, now)
+	mode := s.QuotaMode
+	if s.Event.Kind != contract.KindAlert || s.TokenHash == "" {
+		out, _, err := t.startSendRows(ctx, s, now, mode)
+		out.QuotaMode = s.QuotaMode
+		return out, err
+	}
+	for range 3 { // at most counting, then the ring, then its rebuild
+		out, state, err := t.startSendRows(ctx, s, now, mode)
+		if err != nil {
+			return SendStarted{}, err
+		}
+		ringed := mode == QuotaCount && out.SessionExpiresAt < 0 // countQuota's expiry
+		if ringed {
+			out.SessionExpiresAt = -out.SessionExpiresAt
+		}
+		if !out.SessionFound {
+			out.QuotaMode = s.QuotaMode
+			return out, nil
+		}
+		switch {
+		case ringed:
+			if state.Valid { // admitted by the count: the ring takes it too
+				if err := t.later(ctx, "advance ring", advanceRing, s.TokenHash, now, s.Event.Quota); err != nil {
+					return SendStarted{}, fmt.Errorf("start send: %w", err)
+				}
+			}
+			out.QuotaMode = QuotaRing
+		case mode == QuotaCount && state.Int64 >= ringFrom:
+			out.QuotaMode = QuotaRebuild
+		case mode == QuotaCount:
+			out.QuotaMode = QuotaCount
+		case mode == QuotaRing && state.Int64 < 0: // no whole ring: nothing was admitted
+			if slices.Contains(out.Added, true) { // recipients of a stored event
+				out.QuotaMode = QuotaRebuild
+				return out, nil
+			}
+			mode = QuotaRebuild
+			continue
+		case mode == QuotaRing && state.Int64 == 0: // dropped
+			out.QuotaMode = QuotaCount
+		default:
+			out.QuotaMode = QuotaRing
+		}
+		return out, nil
+	}
+	return SendStarted{}, errors.New("start send: the quota's mode did not settle")
+}
+
+// startSendRows runs startSendStmt in mode and reads its rows, and the
+// quota's state (the session CTE's, see the quota's texts).
+func (t *Tx) startSendRows(ctx context.Context, s SendStart, now int64, mode QuotaMode) (out SendStarted, state sql.NullInt64, err error) {
+	st := startSendStmt(s, now, mode)
 	rows, err := t.r.query(ctx, st.query, st.args...)
 	if err != nil {
-		return SendStarted{}, fmt.Errorf("start send: %w", err)
+		return SendStarted{}, state, fmt.Errorf("start send: %w", err)
 	}
 	defer rows.Close()
-	out := SendStarted{Added: make([]bool, len(s.Recipients)), Pending: make([]Pending, len(s.Recipients))}
+	out = SendStarted{Added: make([]bool, len(s.Recipients)), Pending: make([]Pending, len(s.Recipients))}
 	for rows.Next() {
 		var (
 			reg     sql.NullString
 			session sql.NullInt64
 			p       pendingRow
 		)
-		if err := rows.Scan(append([]any{&reg, &session}, p.dest(s.Lease)...)...); err != nil {
-			return SendStarted{}, fmt.Errorf("start send: %w", err)
+		if err := rows.Scan(append([]any{&reg, &session, &state}, p.dest(s.Lease)...)...); err != nil {
+			return SendStarted{}, state, fmt.Errorf("start send: %w", err)
 		}
 		if s.TokenHash != "" { // every row carries the session
 			out.SessionFound, out.SessionExpiresAt = session.Valid, session.Int64
@@ -146,14 +202,14 @@ func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendSta
 		// At most 20 registrations: a look along them costs less than a map.
 		i := slices.IndexFunc(s.Recipients, func(r Recipient) bool { return r.RegistrationID == reg.String })
 		if i < 0 {
-			return SendStarted{}, errors.New("start send: unexpected registration in the answer")
+			return SendStarted{}, state, errors.New("start send: unexpected registration in the answer")
 		}
 		out.Added[i], out.Pending[i] = true, p.pending(reg.String, s.Event.Host)
 	}
 	if err := rows.Err(); err != nil {
-		return SendStarted{}, fmt.Errorf("start send: %w", err)
+		return SendStarted{}, state, fmt.Errorf("start send: %w", err)
 	}
-	return out, nil
+	return out, state, nil
 }
 
 // startSendStmt is the statements of StartSend in one, on PostgreSQL: the
@@ -212,7 +268,7 @@ func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendSta
 // does, cost 5 % more of PostgreSQL's instructions per send (scripts/pgcount,
 // 1 registration, a quiet host: 772k against 734k; 710k without receipts),
 // most of it for planning the extra subquery.
-func startSendStmt(s SendStart, now int64) statement {
+func startSendStmt(s SendStart, now int64, mode QuotaMode) statement {
 	var fence Fence
 	if f := s.Recipients[0].Fence; f != nil {
 		fence = *f
@@ -223,7 +279,11 @@ func startSendStmt(s SendStart, now int64) statement {
 		regs[i], batches[i] = r.RegistrationID, r.BatchID
 	}
 	e := s.Event
-	query := startSendTexts[[3]bool{e.Kind == contract.KindDismiss, s.NoJoin, s.Lease}]
+	plain := e.Kind != contract.KindAlert || s.TokenHash == ""
+	if plain {
+		mode = QuotaCount
+	}
+	query := startSendTexts[sendText{e.Kind == contract.KindDismiss, s.NoJoin, s.Lease, plain, mode}]
 	return statement{op: "start send", query: query,
 		args: []any{e.ID, now, e.Host, fence.Epoch, fence.NotificationID, fence.Seq, string(e.Kind),
 			e.Fingerprint, regs, s.TokenHash, e.Deadline, e.QuotaSince, e.Quota, batches, e.FormerFingerprint}}
@@ -235,22 +295,24 @@ func startSendStmt(s SendStart, now int64) statement {
 // own, so that PostgreSQL starts no plan node the kind does not run: 2 to
 // 4 % of its instructions per send (scripts/pgcount).
 const (
-	// startSendCommon's first %s is the columns of the registrations read
-	// (devices or leaseDevices), its second the batch each recipient is
-	// recorded with (recipientBatch or openRecipientBatch).
-	startSendCommon = `WITH session AS (
-			SELECT expires_at FROM push_sessions WHERE token_hash = $10 AND host_fingerprint = $3),
+	// startSendCommon's %s are, in order: the session's read (a
+	// quotaText's session); the columns of the registrations read (devices
+	// or leaseDevices); what the quota needs before the event's insert (a
+	// quotaText's before); the event's uncounted and window_count columns and where they come from
+	// (a quotaText's values); the event's insert's condition (a quotaText's
+	// admit); what follows the insert (a quotaText's after); the batch each
+	// recipient is recorded with (recipientBatch or openRecipientBatch).
+	startSendCommon = `WITH %s,
 		dev AS (
 			SELECT %s FROM push_devices
 			WHERE registration_id = ANY(CAST($9 AS TEXT[])) AND host_fingerprint = $3 AND dead_at IS NULL),
-		old AS (SELECT fingerprint, expires_at FROM push_events WHERE event_id = $1),
+		old AS (SELECT fingerprint, expires_at FROM push_events WHERE event_id = $1),%s
 		new_event AS (
-			INSERT INTO push_events (event_id, host_fingerprint, kind, fingerprint, created_at, expires_at)
-			SELECT $1, $3, $7, $8, CAST($2 AS BIGINT), CAST($11 AS BIGINT)
-			WHERE NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM dev)
-				AND (SELECT COUNT(event_id) FROM push_events
-					WHERE host_fingerprint = $3 AND kind = $7 AND created_at > $12) < $13
-			RETURNING fingerprint, expires_at),
+			INSERT INTO push_events (event_id, host_fingerprint, kind, fingerprint, created_at, expires_at,
+				uncounted, window_count)
+			SELECT $1, $3, $7, $8, CAST($2 AS BIGINT), CAST($11 AS BIGINT), %s
+			WHERE NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM dev) AND %s
+			RETURNING fingerprint, expires_at, window_count),%s
 		added AS (
 			INSERT INTO push_event_recipients (event_id, registration_id, created_at, batch_id, ordinal)
 			SELECT $1, u.registration_id, CAST($2 AS BIGINT), %s,
@@ -310,11 +372,169 @@ const (
 	leaseDevices = `registration_id, token, platform, apns_environment, badge_count`
 )
 
+// QuotaMode is how the statement that admits an alert with a session on
+// PostgreSQL decides the host's quota (300 alerts in 15 minutes): by a
+// count of the window's alerts, which costs about 2,100 of PostgreSQL's
+// instructions an alert counted, or by the ring kept in the host's session
+// (migration 0013), whose update costs about 70,000 and reads no alert
+// (scripts/pgcount -mode push: at the quota 1.05 M a push instead of
+// 1.54 M). Every mode decides exactly; the mode is only which is cheaper
+// for the host now, a hint the caller keeps per host from the SendStarted
+// of its last send. A wrong hint costs a statement more at most: the
+// statement reports what it found and runs again in the mode that fits.
+// SQLite always counts.
+type QuotaMode uint8
+
+const (
+	// QuotaCount counts the window's alerts.
+	QuotaCount QuotaMode = iota
+	// QuotaRing reads and advances the session's ring.
+	QuotaRing
+	// QuotaRebuild counts, and stores the ring in the session.
+	QuotaRebuild
+)
+
+// The hysteresis between counting and the ring: a send that counts
+// ringFrom alerts in the window has the host's next send build the ring;
+// a send that finds fewer than ringUntil alerts in the window by the ring
+// drops it as it admits. Below some 35 alerts a count costs less than the
+// ring's update.
+const (
+	ringFrom  = 40
+	ringUntil = 20
+)
+
+// quotaText is what a statement's quota mode puts in startSendCommon, and
+// the final row's session and state columns: the session's expiry, and
+// what startSendOnce reads to choose the host's next mode.
+type quotaText struct {
+	session, before, values, admit, after string
+	expiry, state                         string
+}
+
+// The quota's texts. Each reads the session ($10, when it is the host's)
+// in a CTE named session.
+var (
+	// plainQuota counts (dismissals, and a send without a session's
+	// token, which leaves any ring of the host without its alert: such an
+	// alert draws from push_events_uncounted, as an instance of the
+	// previous version does, so that every ring is rebuilt).
+	plainQuota = quotaText{
+		session: `session AS (SELECT expires_at FROM push_sessions WHERE token_hash = $10 AND host_fingerprint = $3)`,
+		values:  `CASE WHEN $7 = 'alert' THEN nextval('push_events_uncounted') END, CAST(NULL AS INTEGER)`,
+		admit: `(SELECT COUNT(event_id) FROM push_events
+					WHERE host_fingerprint = $3 AND kind = $7 AND created_at > $12) < $13`,
+		expiry: `(SELECT expires_at FROM session)`,
+		state:  `CAST(NULL AS BIGINT)`,
+	}
+	// countQuota (QuotaCount) counts as plainQuota does, and stores the
+	// count in the event (window_count), whose RETURNING the final row's
+	// state reads: the statement reads the session and the count once each
+	// (a CTE read twice is materialised: 9,000 instructions a send more).
+	// The expiry is negated when the session holds a ring (alert_n set):
+	// an alert admitted by the count then advances the ring too
+	// (advanceRing), and the host's next send reads it.
+	countQuota = quotaText{
+		session: `session AS (
+			SELECT expires_at, alert_n FROM push_sessions WHERE token_hash = $10 AND host_fingerprint = $3)`,
+		before: `
+		win AS (
+			SELECT COUNT(event_id) AS n FROM push_events
+			WHERE host_fingerprint = $3 AND kind = $7 AND created_at > $12),`,
+		values: `NULL, CAST(w.n AS INTEGER) FROM win w`,
+		admit:  `w.n < $13`,
+		expiry: `(SELECT CASE WHEN alert_n IS NULL THEN expires_at ELSE -expires_at END FROM session)`,
+		state:  `(SELECT window_count FROM new_event)`,
+	}
+	// ringQuota (QuotaRing) reads the session and its ring. The ring's
+	// element at the next admission's place holds the time of the alert
+	// admitted 300 ($13) alerts before it (or alert_base, before the ring
+	// held that many), so the window holds fewer than 300 alerts exactly
+	// when that time is not inside it: admission times only grow, each its
+	// send's now under the host's lock. An alert admitted takes the place
+	// and counts one more (tally), in the row version the read found; one
+	// that finds fewer than ringUntil alerts in the window by the ring drops
+	// it instead (alert_n NULL), and the host counts again. The ring
+	// decides only while it is whole: 300 elements, a count, times within
+	// int4 of its base, and no event inserted since it was built by an
+	// instance that does not keep it (alert_seen, migration 0013). State: 1
+	// while the ring stays, 0 when this send dropped it, -1 when there was
+	// no whole ring to decide by (the send then runs again with
+	// QuotaRebuild).
+	ringQuota = quotaText{
+		session: `session AS (
+			SELECT s.ctid, s.expires_at, COALESCE(cardinality(s.alert_ring) = CAST($13 AS INTEGER) AND s.alert_n >= 0
+					AND $2 - s.alert_base BETWEEN 0 AND 2147483647
+					AND s.alert_seen = (SELECT last_value FROM push_events_uncounted), FALSE) AS whole,
+				s.alert_base + s.alert_ring[` + ringPlace + `] <= $12 AS room
+			FROM push_sessions s WHERE s.token_hash = $10 AND s.host_fingerprint = $3)`,
+		before: `
+		tally AS (
+			UPDATE push_sessions s SET alert_ring[` + ringPlace + `] = CAST($2 - s.alert_base AS INTEGER),
+				alert_n = CASE WHEN s.alert_base + s.alert_ring[` + ringCalm + `] <= $12 THEN NULL ELSE s.alert_n + 1 END
+			WHERE s.ctid = (SELECT ctid FROM session WHERE whole AND room)
+				AND NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM dev)
+			RETURNING s.alert_n IS NULL AS dropped),`,
+		values: `NULL, CAST(NULL AS INTEGER)`,
+		admit:  `EXISTS (SELECT 1 FROM tally)`,
+		expiry: `(SELECT expires_at FROM session)`,
+		state: `COALESCE((SELECT CASE WHEN dropped THEN 0 END FROM tally),
+			(SELECT CASE WHEN whole THEN 1 ELSE -1 END FROM session))`,
+	}
+	// rebuildQuota (QuotaRebuild) counts the window's alerts as plainQuota
+	// does, from the array of their times in order, which then becomes the
+	// session's ring, with the alert admitted if it was, and alert_base
+	// (the window's start) after them. State: 1.
+	rebuildQuota = quotaText{
+		session: `session AS (SELECT expires_at FROM push_sessions WHERE token_hash = $10 AND host_fingerprint = $3)`,
+		before: `
+		win AS (
+			SELECT COALESCE(array_agg(CAST(created_at - $12 AS INTEGER) ORDER BY created_at), CAST('{}' AS INTEGER[])) AS t
+			FROM push_events WHERE host_fingerprint = $3 AND kind = $7 AND created_at > $12),`,
+		values: `NULL, cardinality(w.t) FROM win w`,
+		admit:  `cardinality(w.t) < $13`,
+		after: `
+		ring AS (
+			SELECT w.t || CASE WHEN EXISTS (SELECT 1 FROM new_event) THEN ARRAY[CAST($2 - $12 AS INTEGER)]
+				ELSE CAST('{}' AS INTEGER[]) END AS t FROM win w),
+		tally AS (
+			UPDATE push_sessions SET alert_base = $12, alert_n = cardinality(r.t),
+				alert_ring = r.t || array_fill(0, ARRAY[CAST($13 AS INTEGER) - cardinality(r.t)]),
+				alert_seen = (SELECT last_value FROM push_events_uncounted)
+			FROM ring r WHERE token_hash = $10 AND host_fingerprint = $3),`,
+		expiry: `(SELECT expires_at FROM session)`,
+		state:  `CAST(1 AS BIGINT)`,
+	}
+)
+
+// ringPlace is the place in the ring of the next admission, ringCalm that
+// of the ringUntil-th latest.
+var (
+	ringPlace = `CAST(COALESCE(s.alert_n, 0) % CAST($13 AS INTEGER) AS INTEGER) + 1`
+	ringCalm  = fmt.Sprintf(`CAST((COALESCE(s.alert_n, 0) + CAST($13 AS INTEGER) - %d) %% CAST($13 AS INTEGER) AS INTEGER) + 1`, ringUntil)
+)
+
+// advanceRing is what ringQuota's tally does for an alert that countQuota
+// admitted beside a ring ($1 the session's token hash, $2 now): the count
+// decided, and the ring takes the alert so that it stays whole. A ring not
+// whole is left as it is (ringQuota rebuilds it).
+const advanceRing = `UPDATE push_sessions s SET alert_ring[` + `CAST(s.alert_n % CAST($3 AS INTEGER) AS INTEGER) + 1` + `] = CAST($2 - s.alert_base AS INTEGER),
+		alert_n = s.alert_n + 1
+	WHERE s.token_hash = $1 AND s.alert_n >= 0 AND cardinality(s.alert_ring) = CAST($3 AS INTEGER)
+		AND $2 - s.alert_base BETWEEN 0 AND 2147483647`
+
+// sendText names one text of startSendStmt.
+type sendText struct {
+	dismiss, noJoin, lease, plain bool
+	quota                         QuotaMode
+}
+
 // startSendText is the text of startSendStmt for a kind (open: an alert
-// that may join an open batch; neither: an alert that joins none; dismiss)
-// and whether it reads what a lease at admission needs: each has a text of
-// its own, so that PostgreSQL starts no plan node it does not run.
-func startSendText(kind contract.Kind, noJoin, lease bool) string {
+// that may join an open batch; neither: an alert that joins none; dismiss),
+// whether it reads what a lease at admission needs, and its quota's mode
+// (plain: a dismissal, or an alert without a session's token): each has a
+// text of its own, so that PostgreSQL starts no plan node it does not run.
+func startSendText(kind contract.Kind, noJoin, lease, plain bool, mode QuotaMode) string {
 	cols, from := startSendNoOpen, ""
 	switch {
 	case kind == contract.KindDismiss:
@@ -338,18 +558,35 @@ func startSendText(kind contract.Kind, noJoin, lease bool) string {
 	if lease {
 		dev = leaseDevices
 	}
-	return fmt.Sprintf(startSendCommon, dev, batch) + `SELECT a.registration_id, s.expires_at,
+	q := countQuota
+	switch {
+	case plain:
+		q = plainQuota
+	case mode == QuotaRing:
+		q = ringQuota
+	case mode == QuotaRebuild:
+		q = rebuildQuota
+	}
+	return fmt.Sprintf(startSendCommon, q.session, dev, q.before, q.values, q.admit, q.after, batch) + `SELECT a.registration_id, s.expires_at, s.state,
 			COALESCE((SELECT expires_at FROM old), CAST($11 AS BIGINT)), ` + cols + `
-		FROM (SELECT (SELECT expires_at FROM session) AS expires_at) s LEFT JOIN ` + recipients + ` ON TRUE`
+		FROM (SELECT ` + q.expiry + ` AS expires_at, ` + q.state + ` AS state) s
+			LEFT JOIN ` + recipients + ` ON TRUE`
 }
 
 // startSendTexts holds startSendText's texts, made once.
-var startSendTexts = func() map[[3]bool]string {
-	m := make(map[[3]bool]string)
+var startSendTexts = func() map[sendText]string {
+	m := make(map[sendText]string)
 	for _, kind := range []contract.Kind{contract.KindAlert, contract.KindDismiss} {
 		for _, noJoin := range []bool{false, true} {
 			for _, lease := range []bool{false, true} {
-				m[[3]bool{kind == contract.KindDismiss, noJoin, lease}] = startSendText(kind, noJoin, lease)
+				for _, plain := range []bool{false, true} {
+					for _, mode := range []QuotaMode{QuotaCount, QuotaRing, QuotaRebuild} {
+						if (plain || kind == contract.KindDismiss) && mode != QuotaCount || kind == contract.KindDismiss && !plain {
+							continue
+						}
+						m[sendText{kind == contract.KindDismiss, noJoin, lease, plain, mode}] = startSendText(kind, noJoin, lease, plain, mode)
+					}
+				}
 			}
 		}
 	}

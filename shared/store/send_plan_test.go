@@ -12,22 +12,38 @@ import (
 
 // TestStartSendPlan reads the generic plan of the statement that starts a
 // send on PostgreSQL, for each kind, with and without a lease's columns,
-// and checks the shapes its instruction counts rest on (startSendStmt):
-// the quota's count scans its index and reads the rows, not the index only;
-// the registrations are read once; the event's insert has no conflict
-// clause to resolve.
+// and each way of deciding an alert's quota, and checks the shapes its
+// instruction counts rest on (startSendStmt): a count scans the quota's
+// index and reads the rows, not the index only; the ring is read and
+// updated with the session's row, by its key and then its row version,
+// with no scan of the host's events; the registrations are read once; the
+// event's insert has no conflict clause to resolve.
 func TestStartSendPlan(t *testing.T) {
 	conn := planConn(t)
 	for _, c := range []struct {
 		name           string
 		dismiss, lease bool
+		mode           store.QuotaMode
 		stmt           string
-	}{{"alert", false, false, "alert"}, {"alert with a lease", false, true, "leased"}, {"dismissal", true, false, "dismissal"}} {
+	}{
+		{"alert", false, false, store.QuotaCount, "alert"}, {"alert with a lease", false, true, store.QuotaCount, "leased"},
+		{"alert by the ring", false, false, store.QuotaRing, "ring"}, {"alert by the ring with a lease", false, true, store.QuotaRing, "ringleased"},
+		{"alert rebuilding the ring", false, false, store.QuotaRebuild, "rebuild"}, {"dismissal", true, false, store.QuotaCount, "dismissal"},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := storetest.Plan(t, conn, c.stmt, store.StartSendQuery(c.dismiss, c.lease),
+			p := storetest.Plan(t, conn, c.stmt, store.StartSendQuery(c.dismiss, c.lease, c.mode),
 				`'e', 1, 'h', 'ep', 'n', 1, 'alert', 'f', '{r}', 't', 2, 0, 300, '{b}', 'f'`)
-			if !strings.Contains(p, "Index Scan using push_events_quota") || strings.Contains(p, "Index Only Scan using push_events_quota") {
+			ring := c.mode == store.QuotaRing
+			counts := !ring && c.mode != store.QuotaRebuild // the rebuild, once per busy spell, may read the index only
+			if counts && (!strings.Contains(p, "Index Scan using push_events_quota") || strings.Contains(p, "Index Only Scan using push_events_quota")) {
 				t.Errorf("the quota's count does not scan its index and read the rows:\n%s", p)
+			}
+			if ring && strings.Contains(p, "push_events_quota") {
+				t.Errorf("the ring's send reads the host's events:\n%s", p)
+			}
+			if ring && (!strings.Contains(p, "Update on push_sessions") || !strings.Contains(p, "Tid Scan on push_sessions") ||
+				strings.Count(p, "Index Scan using push_sessions_") != 1) {
+				t.Errorf("the session's ring is not read by a key and updated by its row version:\n%s", p)
 			}
 			if n := strings.Count(p, "on push_devices"); n != 1 {
 				t.Errorf("the registrations are read %d times, want once:\n%s", n, p)
