@@ -451,7 +451,8 @@ var (
 	// admitted 300 ($13) alerts before it (or alert_base, before the ring
 	// held that many), so the window holds fewer than 300 alerts exactly
 	// when that time is not inside it: admission times only grow, each its
-	// send's now under the host's lock. An alert admitted takes the place
+	// send's now under the host's lock (to within the instances' clock
+	// skew, as the count's window itself is). An alert admitted takes the place
 	// and counts one more (tally), in the row version the read found; one
 	// that finds fewer than ringUntil alerts in the window by the ring drops
 	// it instead (alert_n NULL), and the host counts again. The ring
@@ -489,7 +490,8 @@ var (
 		session: `session AS (SELECT expires_at FROM push_sessions WHERE token_hash = $10 AND host_fingerprint = $3)`,
 		before: `
 		win AS (
-			SELECT COALESCE(array_agg(CAST(created_at - $12 AS INTEGER) ORDER BY created_at), CAST('{}' AS INTEGER[])) AS t
+			SELECT COALESCE(array_agg(CAST(LEAST(created_at - $12, 2147483647) AS INTEGER) ORDER BY created_at),
+				CAST('{}' AS INTEGER[])) AS t
 			FROM push_events WHERE host_fingerprint = $3 AND kind = $7 AND created_at > $12),`,
 		values: `NULL, cardinality(w.t) FROM win w`,
 		admit:  `cardinality(w.t) < $13`,
@@ -515,7 +517,8 @@ var (
 )
 
 // advanceRing is what ringQuota's tally does for an alert that countQuota
-// admitted beside a ring ($1 the session's token hash, $2 now): the count
+// admitted beside a ring ($1 the session's token hash, $2 now, $3 the
+// quota): the count
 // decided, and the ring takes the alert so that it stays whole. A ring not
 // whole is left as it is (ringQuota rebuilds it).
 const advanceRing = `UPDATE push_sessions s SET alert_ring[` + `CAST(s.alert_n % CAST($3 AS INTEGER) AS INTEGER) + 1` + `] = CAST($2 - s.alert_base AS INTEGER),
