@@ -256,3 +256,26 @@ func twoInstances(t *testing.T) (store.Options, *env, *env) {
 	clk := clock.NewManual(start)
 	return opts, mustEnvOn(t, open(), clk), mustEnvOn(t, open(), clk)
 }
+
+// TestRingWithAnEventFarAhead: an alert stamped 40 days ahead (an instance
+// with a wrong clock) is in every window until then; rebuilding the ring
+// stores its offset clamped to int4 rather than failing the send, and the
+// host's alerts are still admitted.
+func TestRingWithAnEventFarAhead(t *testing.T) {
+	opts, e1, _ := twoInstances(t)
+	p, token := e1.device(t, "hostA", "phone"), e1.signIn(t, "hostA")
+	ahead := e1.now() + (40 * 24 * time.Hour).Milliseconds()
+	if _, err := storetest.SQL(t, opts).Exec(`INSERT INTO push_events (event_id, host_fingerprint, kind, fingerprint, created_at, expires_at)
+		VALUES ('ahead', 'hostA', 'alert', 'f', $1, $1)`, ahead); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if got := e1.sendAs(t, "hostA", token, alert("n", int64(i)), p); got != contract.StatusQueued {
+			t.Fatalf("alert %d: %s, want queued", i, got)
+		}
+		e1.clock.Advance(time.Second)
+	}
+	if !hasRing(t, storetest.SQL(t, opts), token) {
+		t.Fatal("no ring after 60 alerts")
+	}
+}
