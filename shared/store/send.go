@@ -509,12 +509,11 @@ var (
 	}
 )
 
-// ringPlace is the place in the ring of the next admission, ringCalm that
-// of the ringUntil-th latest.
-var (
-	ringPlace = `CAST(COALESCE(s.alert_n, 0) % CAST($13 AS INTEGER) AS INTEGER) + 1`
-	ringCalm  = fmt.Sprintf(`CAST((COALESCE(s.alert_n, 0) + CAST($13 AS INTEGER) - %d) %% CAST($13 AS INTEGER) AS INTEGER) + 1`, ringUntil)
-)
+// ringPlace is the place in the ring of the next admission.
+const ringPlace = `CAST(COALESCE(s.alert_n, 0) % CAST($13 AS INTEGER) AS INTEGER) + 1`
+
+// ringCalm is the place in the ring of the ringUntil-th latest admission.
+var ringCalm = fmt.Sprintf(`CAST((COALESCE(s.alert_n, 0) + CAST($13 AS INTEGER) - %d) %% CAST($13 AS INTEGER) AS INTEGER) + 1`, ringUntil)
 
 // advanceRing is what ringQuota's tally does for an alert that countQuota
 // admitted beside a ring ($1 the session's token hash, $2 now, $3 the
