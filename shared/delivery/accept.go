@@ -23,6 +23,9 @@ type outcome struct {
 	// joined lists the open batches joined, updated in one statement at
 	// the end.
 	joined []store.Join
+	// quota is how the host's next send should decide its quota
+	// (store.SendStarted.QuotaMode).
+	quota store.QuotaMode
 }
 
 // open records b to be inserted; accept inserts every opened batch at once
@@ -64,7 +67,7 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	if err != nil {
 		return err
 	}
-	a.quota.set(ev.host, st.QuotaMode)
+	out.quota = st.QuotaMode
 	if tokenHash != "" {
 		switch {
 		case !st.SessionFound:

@@ -136,6 +136,7 @@ func (a *Admission) send(ctx context.Context, host, tokenHash string, req contra
 	if err != nil {
 		return nil, fmt.Errorf("send: %w", err)
 	}
+	a.quota.set(host, out.quota)
 	a.schedule(ctx, out.due)
 	results := make([]contract.SendResult, len(req.RegistrationIDs))
 	for i, id := range req.RegistrationIDs {

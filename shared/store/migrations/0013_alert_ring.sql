@@ -8,8 +8,10 @@
 -- window by one element, where the count read up to 300 rows (0.6 M of
 -- PostgreSQL's instructions a send at the quota, scripts/pgcount -mode push
 -- -in-window 299). A quiet host keeps counting, which costs it less than
--- the update would (store: startSendText). alert_seen is the value of
--- push_events_uncounted when the ring was built. The ring, 1.2 kB, stays
+-- the update would (store: startSendText); window_count is the count a
+-- counting send read before it admitted the event, which tells when to
+-- build the ring. alert_seen is the value of push_events_uncounted when the
+-- ring was built. The ring, 1.2 kB, stays
 -- in line below the toast threshold; fillfactor 50 keeps room on the row's
 -- page for its next version, so that the update stays HOT.
 --
