@@ -132,46 +132,42 @@ func (t *Tx) startSendOnce(ctx context.Context, s SendStart, now int64) (SendSta
 		out.QuotaMode = s.QuotaMode
 		return out, err
 	}
-	for range 3 { // at most counting, then the ring, then its rebuild
-		out, state, err := t.startSendRows(ctx, s, now, mode)
-		if err != nil {
-			return SendStarted{}, err
-		}
-		ringed := mode == QuotaCount && out.SessionExpiresAt < 0 // countQuota's expiry
-		if ringed {
-			out.SessionExpiresAt = -out.SessionExpiresAt
-		}
-		if !out.SessionFound {
-			out.QuotaMode = s.QuotaMode
-			return out, nil
-		}
-		switch {
-		case ringed:
-			if state.Valid { // admitted by the count: the ring takes it too
-				if err := t.later(ctx, "advance ring", advanceRing, s.TokenHash, now, s.Event.Quota); err != nil {
-					return SendStarted{}, fmt.Errorf("start send: %w", err)
-				}
-			}
-			out.QuotaMode = QuotaRing
-		case mode == QuotaCount && state.Int64 >= ringFrom:
-			out.QuotaMode = QuotaRebuild
-		case mode == QuotaCount:
-			out.QuotaMode = QuotaCount
-		case mode == QuotaRing && state.Int64 < 0: // no whole ring: nothing was admitted
-			if slices.Contains(out.Added, true) { // recipients of a stored event
-				out.QuotaMode = QuotaRebuild
-				return out, nil
-			}
-			mode = QuotaRebuild
-			continue
-		case mode == QuotaRing && state.Int64 == 0: // dropped
-			out.QuotaMode = QuotaCount
-		default:
-			out.QuotaMode = QuotaRing
-		}
-		return out, nil
+	out, state, err := t.startSendRows(ctx, s, now, mode)
+	if err == nil && mode == QuotaRing && out.SessionFound && state.Int64 < 0 && !slices.Contains(out.Added, true) {
+		// No whole ring to decide by, and nothing recorded (a stored
+		// event's recipients need no quota): once more, rebuilding it.
+		mode = QuotaRebuild
+		out, state, err = t.startSendRows(ctx, s, now, mode)
 	}
-	return SendStarted{}, errors.New("start send: the quota's mode did not settle")
+	if err != nil {
+		return SendStarted{}, err
+	}
+	ringed := mode == QuotaCount && out.SessionExpiresAt < 0 // countQuota's expiry
+	if ringed {
+		out.SessionExpiresAt = -out.SessionExpiresAt
+	}
+	switch {
+	case !out.SessionFound:
+		out.QuotaMode = s.QuotaMode
+	case ringed:
+		if state.Valid { // admitted by the count: the ring takes it too
+			if err := t.later(ctx, "advance ring", advanceRing, s.TokenHash, now, s.Event.Quota); err != nil {
+				return SendStarted{}, fmt.Errorf("start send: %w", err)
+			}
+		}
+		out.QuotaMode = QuotaRing
+	case mode == QuotaCount && state.Int64 >= ringFrom:
+		out.QuotaMode = QuotaRebuild
+	case mode == QuotaCount:
+		out.QuotaMode = QuotaCount
+	case mode == QuotaRing && state.Int64 < 0: // recipients of a stored event beside no whole ring
+		out.QuotaMode = QuotaRebuild
+	case mode == QuotaRing && state.Int64 == 0: // dropped
+		out.QuotaMode = QuotaCount
+	default:
+		out.QuotaMode = QuotaRing
+	}
+	return out, nil
 }
 
 // startSendRows runs startSendStmt in mode and reads its rows, and the
