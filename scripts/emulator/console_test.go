@@ -225,6 +225,18 @@ func TestConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A refresh redraws a phone's screen but keeps its buttons and the
+	// compose form's choices: a click pressed before a refresh and released
+	// after it still lands, and an open list stays open.
+	c.step("buttons-survive-refresh",
+		chromedp.Evaluate[chromedp.Void](`livePhone("ios").querySelector("button.open-app").dataset.mark = "kept";
+			document.querySelector("#to").options[0].dataset.mark = "kept";
+			window.clockBefore = document.querySelector("#clock-now").textContent;`),
+		chromedp.Click(chromedp.CSS(`button[data-advance="1000"]`)),
+		until(`document.querySelector("#clock-now").textContent !== window.clockBefore`),
+		until(`livePhone("ios").querySelector('button.open-app[data-mark="kept"]') !== null &&
+			document.querySelector('#to option[data-mark="kept"]') !== null`),
+	)
 	c.step("badge-unset",
 		sendForm("alert", "Not badged", "", ios, true, 9),
 		chromedp.Click(chromedp.CSS(`button[data-advance="3000"]`)),
