@@ -100,6 +100,10 @@ type claimed struct {
 	// (at this attempt or an earlier one): a batch that ends unsent then
 	// gives the raise back.
 	raised bool
+	// handedOn reports whether the end of the lease before it handed on
+	// to the batch (handOn): its phone is in a burst, and its end marks
+	// the batches held back behind it (store.MarkHeldBack).
+	handedOn bool
 }
 
 // Deliver claims batchID, sends it, and records the outcome; then it hands
@@ -424,7 +428,11 @@ func (d *Deliverer) finish(ctx context.Context, c *claimed, state store.BatchSta
 	rec, cancel := recording(ctx)
 	defer cancel()
 	now := d.clock.Now().UnixMilli()
-	ended, next, err := d.store.EndLeasedBatch(rec, c.batch.ID, c.batch.Host, c.batch.RegistrationID, c.token, state, reason, now)
+	held := store.ReadHeldBack
+	if c.handedOn {
+		held = store.MarkHeldBack
+	}
+	ended, next, err := d.store.EndLeasedBatch(rec, c.batch.ID, c.batch.Host, c.batch.RegistrationID, c.token, state, reason, now, held)
 	if err != nil {
 		return nil, fmt.Errorf("finish: %w", err)
 	}
@@ -450,6 +458,9 @@ func (d *Deliverer) handOn(ctx context.Context, c *claimed, next []string, now i
 			return nil, nil
 		}
 		n, held, err := d.claim(ctx, id)
+		if n != nil {
+			n.handedOn = true
+		}
 		if err != nil || n != nil || held {
 			return n, err
 		}

@@ -185,7 +185,7 @@ func TestAdmissionLeasesForInline(t *testing.T) {
 				t.Fatalf("behind a lease: state %s, lease %q, %d sends; want pending, unleased, 1 send, nothing scheduled",
 					waiting.State, waiting.LeaseToken, len(sent))
 			}
-			ended, woken, err := e.store.EndLeasedBatch(ctx, holder, "hostA", reg, "holder", store.BatchSent, "", e.now())
+			ended, woken, err := e.store.EndLeasedBatch(ctx, holder, "hostA", reg, "holder", store.BatchSent, "", e.now(), store.ReadHeldBack)
 			if err != nil || !ended || len(woken) != 1 || woken[0] != waiting.ID {
 				t.Fatalf("EndLeasedBatch(holder) = %v, %v, %v; want the held-back batch %s handed on", ended, woken, err, waiting.ID)
 			}

@@ -193,6 +193,54 @@ func TestHandOn(t *testing.T) {
 	}
 }
 
+// TestHandOnKeepsWhatWaitsMarked: in a burst to one phone, the batches
+// held back behind the lease are marked scheduled by the end of each
+// delivery the hand-on reached (store.MarkHeldBack), so that the sweep,
+// which takes a due batch unmarked for lostGrace for lost, leaves them to
+// the hand-on while the burst goes out slowly. (The first end only reads
+// them on PostgreSQL, store.ReadHeldBack: most ends find none.) Each
+// provider call here takes 20 s of the clock; the last batch waits 60 s.
+func TestHandOnKeepsWhatWaitsMarked(t *testing.T) {
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			e := mustDeliverEnv(t, d)
+			reg := e.device(t, "hostA", "phone")
+			first := e.queue(t, reg, alert("a", 1))
+			e.clock.Advance(contract.DefaultCoalesce)
+			var held []string
+			var marks []int64 // the last batch's mark as each call begins
+			e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+				if held == nil {
+					for i := range 3 {
+						// A millisecond apart: due in this order.
+						e.clock.Advance(time.Millisecond)
+						id := e.queue(t, reg, dismissal(fmt.Sprintf("other-%d", i), int64(2+i)))
+						e.deliver(t, id) // held back
+						held = append(held, id)
+					}
+				}
+				marks = append(marks, e.batch(t, held[2]).ScheduledAt)
+				e.clock.Advance(20 * time.Second)
+				return push.Outcome{Kind: push.Sent}
+			}
+			start := e.now()
+			e.deliver(t, first)
+			for _, id := range held {
+				if b := e.batch(t, id); b.State != store.BatchSent {
+					t.Fatalf("held-back batch %s is %s, want sent by the hand-on", id, b.State)
+				}
+			}
+			// The third call (held[1]) begins after held[0]'s end, made
+			// 40 s after the batches were queued: that end marked held[2].
+			queued := start + 3
+			if want := queued + 40_000; len(marks) != 4 || marks[2] != want {
+				t.Errorf("the last batch's marks at each call = %v, want the third %d (held[0]'s end; queued at %d)",
+					marks, want, queued)
+			}
+		})
+	}
+}
+
 // TestHandOnLeavesTheUnasked: a batch that is due but whose claim never
 // came while the lease was held (its task is on its way) is not taken by the
 // hand-on: its own task claims it.

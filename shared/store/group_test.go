@@ -910,7 +910,7 @@ func TestOutcomesShareTransactions(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := s.EndLeasedBatch(ctx, held[0], "hostA", regs[0], "holder", store.BatchSent, "", fixtureNow)
+		_, _, err := s.EndLeasedBatch(ctx, held[0], "hostA", regs[0], "holder", store.BatchSent, "", fixtureNow, store.ReadHeldBack)
 		first <- err
 	}()
 	storetest.WaitFor(t, func() bool {
@@ -924,7 +924,10 @@ func TestOutcomesShareTransactions(t *testing.T) {
 	for i := range 2 {
 		fns = append(fns, func() error {
 			var err error
-			ended[i], woken[i], err = s.EndLeasedBatch(ctx, held[i+1], []string{"hostB", "hostC"}[i], regs[i+1], "holder", store.BatchSent, "", fixtureNow)
+			// One probes for its sibling and takes it after the group, one
+			// takes it in the group.
+			how := []store.HeldBack{store.ReadHeldBack, store.MarkHeldBack}[i]
+			ended[i], woken[i], err = s.EndLeasedBatch(ctx, held[i+1], []string{"hostB", "hostC"}[i], regs[i+1], "holder", store.BatchSent, "", fixtureNow, how)
 			return err
 		})
 	}
