@@ -14,6 +14,18 @@ import (
 	"onorca.dev/push/shared/store/storetest"
 )
 
+// mustFirstAlert returns a deliverEnv on d with one phone of hostA and one
+// alert queued to it and due: the batch whose delivery the hand-on tests
+// hold in flight.
+func mustFirstAlert(t *testing.T, d storetest.Dialect) (e *deliverEnv, reg, first string) {
+	t.Helper()
+	e = mustDeliverEnv(t, d)
+	reg = e.device(t, "hostA", "phone")
+	first = e.queue(t, reg, alert("a", 1))
+	e.clock.Advance(contract.DefaultCoalesce)
+	return e, reg, first
+}
+
 // TestHandOn: a batch that fell due while another batch of its registration
 // was in flight, and whose claim was held back, is neither scheduled again
 // nor woken by a task: the lease holder, once its batch ends (sent, failed
@@ -24,10 +36,7 @@ func TestHandOn(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			for _, tt := range providerOutcomes {
 				t.Run(tt.name, func(t *testing.T) {
-					e := mustDeliverEnv(t, d)
-					reg := e.device(t, "hostA", "phone")
-					first := e.queue(t, reg, alert("a", 1))
-					e.clock.Advance(contract.DefaultCoalesce)
+					e, reg, first := mustFirstAlert(t, d)
 					var held string
 					var sends []string
 					e.prov.step = func(_ context.Context, _ push.Target, m push.Message) push.Outcome {
@@ -83,10 +92,7 @@ func TestHandOn(t *testing.T) {
 func TestHandOnKeepsWhatWaitsMarked(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			e := mustDeliverEnv(t, d)
-			reg := e.device(t, "hostA", "phone")
-			first := e.queue(t, reg, alert("a", 1))
-			e.clock.Advance(contract.DefaultCoalesce)
+			e, reg, first := mustFirstAlert(t, d)
 			var held []string
 			var marks []int64 // the last batch's mark as each call begins
 			e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
@@ -127,10 +133,7 @@ func TestHandOnKeepsWhatWaitsMarked(t *testing.T) {
 func TestHandOnLeavesTheUnasked(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			e := mustDeliverEnv(t, d)
-			reg := e.device(t, "hostA", "phone")
-			first := e.queue(t, reg, alert("a", 1))
-			e.clock.Advance(contract.DefaultCoalesce)
+			e, reg, first := mustFirstAlert(t, d)
 			var other string
 			sends := 0
 			e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
@@ -159,10 +162,7 @@ func TestHandOnLeavesTheUnasked(t *testing.T) {
 func TestHandOnPastTheBudget(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
-			e := mustDeliverEnv(t, d)
-			reg := e.device(t, "hostA", "phone")
-			first := e.queue(t, reg, alert("a", 1))
-			e.clock.Advance(contract.DefaultCoalesce)
+			e, reg, first := mustFirstAlert(t, d)
 			var held []string
 			var token string
 			sends := 0
