@@ -27,10 +27,10 @@ import (
 
 // EndLeasedBatch ends batch id of host's registration registrationID,
 // leased to token, in state with reason, clearing its payload; and in the same
-// statement it takes the registration's other batches that a claim found
+// statement it finds the registration's other batches that a claim found
 // held back (holdBack) and that are pending, due, unleased and unexpired at
-// now, marking them scheduled at now, and returns
-// their ids, oldest due first: the caller claims the first (the hand-on), or
+// now, marks them scheduled at now (on PostgreSQL only with MarkHeldBack),
+// and returns their ids, oldest due first: the caller claims the first (the hand-on), or
 // hands it to the scheduler, so a batch held back by this lease goes out as
 // soon as the lease ends. It reports whether it ended the batch. A stale
 // holder, whose lease ran out and was taken over, changes nothing and
