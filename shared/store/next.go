@@ -131,17 +131,27 @@ const (
 // made while few were pending chose (TestNoPlanReadsATableWhole); the
 // bitmap cost a push 35,000 instructions more than the two updates
 // (scripts/pgcount -mode push).
-const endLeasedPostgres = `WITH h AS (
+const endLeasedPostgres = endHolder + `,
+		s AS (
+			UPDATE push_delivery_batches SET scheduled_at = $7
+			WHERE ` + heldBehind + ` AND EXISTS (SELECT 1 FROM h)
+			RETURNING batch_id, due_at, created_at)
+		SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT batch_id FROM s ORDER BY due_at, created_at, batch_id)`
+
+// endHolder is the holder's update that both of EndLeasedBatch's
+// statements on PostgreSQL begin with (h): $1 the batch, $3 its lease's
+// token, $4 to $7 its state, reason, payload and end time.
+const endHolder = `WITH h AS (
 			UPDATE push_delivery_batches SET state = $4, reason = $5, payload_json = $6, finished_at = $7,
 				lease_token = NULL, lease_until = 0
 			WHERE batch_id = $1 AND state = 'pending' AND lease_token = $3
-			RETURNING batch_id),
-		s AS (
-			UPDATE push_delivery_batches SET scheduled_at = $7
-			WHERE registration_id = $2 AND state = 'pending' AND due_at <= $7 AND lease_until <= $7
-				AND expires_at > $7 AND held_at > 0 AND batch_id <> $1 AND EXISTS (SELECT 1 FROM h)
-			RETURNING batch_id, due_at, created_at)
-		SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT batch_id FROM s ORDER BY due_at, created_at, batch_id)`
+			RETURNING batch_id)`
+
+// heldBehind is the condition of the batches held back behind the lease
+// ending ($1) of registration $2 at $7: pending, due, unleased, unexpired
+// and asked for by a claim (holdBack).
+const heldBehind = `registration_id = $2 AND state = 'pending' AND due_at <= $7 AND lease_until <= $7
+				AND expires_at > $7 AND held_at > 0 AND batch_id <> $1`
 
 // endReadPostgres is EndLeasedBatch's statement on PostgreSQL with
 // ReadHeldBack: the holder's update (h), and s's batches read, not marked,
@@ -154,14 +164,9 @@ const endLeasedPostgres = `WITH h AS (
 // created in the same millisecond too and the id, random, decided before;
 // only coalesced batches of one phone that a deadline made due in the same
 // millisecond may come in another order than before.
-const endReadPostgres = `WITH h AS (
-			UPDATE push_delivery_batches SET state = $4, reason = $5, payload_json = $6, finished_at = $7,
-				lease_token = NULL, lease_until = 0
-			WHERE batch_id = $1 AND state = 'pending' AND lease_token = $3
-			RETURNING batch_id)
+const endReadPostgres = endHolder + `
 		SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT batch_id FROM push_delivery_batches
-			WHERE registration_id = $2 AND state = 'pending' AND due_at <= $7 AND lease_until <= $7
-				AND expires_at > $7 AND held_at > 0 AND batch_id <> $1
+			WHERE ` + heldBehind + `
 			ORDER BY due_at)`
 
 // endLeasedBatch is EndLeasedBatch's statement, run by t: on PostgreSQL
