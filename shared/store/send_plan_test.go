@@ -87,10 +87,12 @@ func TestSQLitePendingIndexes(t *testing.T) {
 		{"a registration's", `SELECT 1 FROM push_delivery_batches
 			WHERE registration_id = ? AND state = 'pending' AND lease_until > ?`, "push_delivery_batches_pending"},
 		{"lost", `SELECT batch_id FROM push_delivery_batches
-			WHERE state = 'pending' AND due_at <= ? AND lease_until <= ? AND scheduled_at <= ? AND expires_at > ?
+			WHERE state = 'pending' AND registration_id IS NOT NULL AND due_at <= ? AND lease_until <= ?
+				AND scheduled_at <= ? AND expires_at > ?
 			ORDER BY due_at LIMIT ?`, "push_delivery_batches_pending_due"},
 		{"overdue", `SELECT batch_id FROM push_delivery_batches
-			WHERE state = 'pending' AND scheduled_at >= 0 AND due_at <= ? AND expires_at <= ? AND lease_until <= ?
+			WHERE state = 'pending' AND registration_id IS NOT NULL AND scheduled_at >= 0
+				AND due_at <= ? AND expires_at <= ? AND lease_until <= ?
 			LIMIT ?`, "push_delivery_batches_pending_due"},
 	} {
 		args := make([]any, strings.Count(c.query, "?"))

@@ -12,17 +12,21 @@ import (
 // has passed (expires_at ≤ now) as expired, clearing their payloads, and
 // returns how many it ended.
 //
-// It reads them through the index of pending batches by due time
-// (migration 0009; scheduled_at >= 0, true of every batch, states that
-// index's condition, migration 0012): a pending batch's deadline is at most
-// contract.MaxCoalesce before its due time (a join lowers it no further than
-// the window allows; a retry or release past it ends the batch instead), so
-// a batch past its deadline is due by now + MaxCoalesce.
+// It reads them through an index of pending batches: on PostgreSQL the one
+// by registration (migration 0014; registration_id IS NOT NULL, true of
+// every batch, states that index's condition, migration 0012), whose
+// entries hold the due time; on SQLite the one by due time (migration 0009;
+// scheduled_at >= 0 is true of every batch too). A pending batch's
+// deadline is at most contract.MaxCoalesce before its due time (a join
+// lowers it no further than the window allows; a retry or release past it
+// ends the batch instead), so a batch past its deadline is due by now +
+// MaxCoalesce, which the index's entry tells without reading the row.
 func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (int64, error) {
 	return s.execN(ctx, "expire overdue", `UPDATE push_delivery_batches
 		SET state = 'expired', reason = 'deadline', payload_json = $2, finished_at = $1, lease_token = NULL, lease_until = 0
 		WHERE batch_id IN (SELECT batch_id FROM push_delivery_batches
-			WHERE state = 'pending' AND scheduled_at >= 0 AND due_at <= $4 AND expires_at <= $1
+			WHERE state = 'pending' AND registration_id IS NOT NULL AND scheduled_at >= 0
+				AND due_at <= $4 AND expires_at <= $1
 				AND lease_until <= $1 LIMIT $3)`,
 		now, EmptyPayload, limit, now+contract.MaxCoalesce.Milliseconds())
 }
@@ -31,12 +35,13 @@ func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (int64,
 // now − grace, unleased, and were last handed to the scheduler before
 // now − grace, and marks them scheduled at now: their task may be lost (a
 // failed CreateTask, a crash between commit and schedule), so the caller
-// schedules them again after this returns.
+// schedules them again after this returns. It reads them through an index
+// of pending batches as ExpireOverdue does.
 func (s *Store) LostBatches(ctx context.Context, now, grace int64, limit int) ([]LostBatch, error) {
 	rows, err := s.db.QueryContext(ctx, `UPDATE push_delivery_batches SET scheduled_at = $1
 		WHERE batch_id IN (SELECT batch_id FROM push_delivery_batches
-			WHERE state = 'pending' AND due_at <= $2 AND lease_until <= $1 AND scheduled_at <= $2
-				AND expires_at > $1
+			WHERE state = 'pending' AND registration_id IS NOT NULL AND due_at <= $2 AND lease_until <= $1
+				AND scheduled_at <= $2 AND expires_at > $1
 			ORDER BY due_at LIMIT $3)
 		RETURNING batch_id, registration_id`, now, now-grace, limit)
 	if err != nil {

@@ -1,0 +1,19 @@
+-- postgres only
+-- No index of pending batches by due time (issue 32): the sweep reads the
+-- pending batches through the index by registration instead. Each index of
+-- push_delivery_batches costs every statement that inserts a batch or ends
+-- one, whether it holds the row or not: PostgreSQL opens it and prepares
+-- its predicate anew for each such statement, and writes the row to it when
+-- the row is pending (scripts/pgcount -mode floor: a batch's insert 135,000
+-- instructions with this index and 122,000 without, its end 149,000 and
+-- 138,000). Only the sweep read it (Store.LostBatches, ExpireOverdue), once
+-- a tick and not on a push's path; it now reads every pending batch's entry
+-- of the index by registration, whose due time is in the entry, so the
+-- batches it does not take are passed over without reading their rows. A
+-- gateway holds few batches pending (those in a coalescing window, in
+-- flight or waiting for a retry), so that read is short; it grows with them
+-- and not with the day's finished batches, which the index does not hold.
+-- The sweep's statements name registration_id IS NOT NULL, the index's
+-- condition (migration 0012). SQLite keeps its index by due time: its
+-- sweep reads pending batches by it (TestSQLitePendingIndexes).
+DROP INDEX push_delivery_batches_pending_due;
