@@ -120,3 +120,44 @@ func TestSQLitePendingIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysCompareByBytes holds that every text column of a PostgreSQL index
+// of the gateway's tables is in the C collation (migration 0015): its
+// comparisons then skip strcoll, and a comparison of two columns in
+// different collations would keep neither's index.
+func TestKeysCompareByBytes(t *testing.T) {
+	opts := storetest.PostgresOptions(t)
+	s, err := store.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rows, err := storetest.SQL(t, opts).Query(`SELECT DISTINCT c.relname, a.attname, COALESCE(l.collname, '')
+		FROM pg_index i
+		JOIN pg_class c ON c.oid = i.indrelid
+		JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+		JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey)
+		LEFT JOIN pg_collation l ON l.oid = a.attcollation
+		WHERE c.relname LIKE 'push\_%' AND c.relname <> 'push_schema_migrations' AND a.atttypid = 'text'::regtype`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var table, column, collation string
+		if err := rows.Scan(&table, &column, &collation); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if collation != "C" {
+			t.Errorf("%s.%s, in an index, is in collation %q, want C", table, column, collation)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 15 {
+		t.Fatalf("%d indexed text columns found, want at least 15", n)
+	}
+}
