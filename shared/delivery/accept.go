@@ -61,7 +61,7 @@ func (a *Admission) accept(ctx context.Context, tx *store.Tx, ev *event, tokenHa
 	for _, reg := range regs {
 		start.Recipients = append(start.Recipients, store.Recipient{EventID: ev.id, RegistrationID: reg,
 			Host: ev.host, Fingerprint: ev.fingerprint, FormerFingerprint: ev.former, Kind: ev.kind, Fence: ev.fenceOf(),
-			BatchID: uuid.NewString(), Joins: ev.kind == contract.KindAlert && !noJoin})
+			BatchID: store.NewBatchID(), Joins: ev.kind == contract.KindAlert && !noJoin})
 	}
 	st, err := tx.StartSend(ctx, start, now)
 	if err != nil {

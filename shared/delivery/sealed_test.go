@@ -181,3 +181,25 @@ func TestSealedDismissal(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchIDsGrow: the batches that sends open one after another have ids
+// that compare in that order, byte by byte (store.NewBatchID), so that a
+// batch's key goes to the right end of the batches' key index.
+func TestBatchIDsGrow(t *testing.T) {
+	e := mustEnv(t, storetest.Dialects(t)[0])
+	p := e.device(t, "hostA", "phone")
+	var ids []string
+	for i := range 8 {
+		e.mustSend(t, contract.StatusQueued, "hostA", sealed(int64(10+i)), p)
+		calls := e.sched.take()
+		if len(calls) != 1 {
+			t.Fatalf("send %d scheduled %v, want one batch", i, calls)
+		}
+		ids = append(ids, calls[0].BatchID)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Errorf("batch %d's id %q does not follow %q", i, ids[i], ids[i-1])
+		}
+	}
+}

@@ -88,3 +88,16 @@ func TestBatchLifecycle(t *testing.T) {
 		})
 	}
 }
+
+// TestNewBatchIDGrows: ids made one after another, even within a
+// millisecond, compare in the order they were made.
+func TestNewBatchIDGrows(t *testing.T) {
+	prev := store.NewBatchID()
+	for range 1000 {
+		id := store.NewBatchID()
+		if id <= prev {
+			t.Fatalf("%q made after %q does not follow it", id, prev)
+		}
+		prev = id
+	}
+}

@@ -161,7 +161,8 @@ const heldBehind = `registration_id = $2 AND state = 'pending' AND due_at <= $7 
 // scripts/pgcount -mode push: 931,700 against 922,254). Batches due in the
 // same millisecond come in the index's order rather than by creation and
 // id: a batch due at once is due at its admission, so two such batches were
-// created in the same millisecond too and the id, random, decided before;
+// created in the same millisecond too and the id decided before (random
+// then, made in the order of admission now: NewBatchID);
 // only coalesced batches of one phone that a deadline made due in the same
 // millisecond may come in another order than before.
 const endReadPostgres = endHolder + `
