@@ -20,7 +20,7 @@ import (
 // deadline is at most contract.MaxCoalesce before its due time (a join
 // lowers it no further than the window allows; a retry or release past it
 // ends the batch instead), so a batch past its deadline is due by now +
-// MaxCoalesce, which the index's entry tells without reading the row.
+// MaxCoalesce, which the index's entry tells before the row is read.
 func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (int64, error) {
 	return s.execN(ctx, "expire overdue", `UPDATE push_delivery_batches
 		SET state = 'expired', reason = 'deadline', payload_json = $2, finished_at = $1, lease_token = NULL, lease_until = 0

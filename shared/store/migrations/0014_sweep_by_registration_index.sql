@@ -9,7 +9,7 @@
 -- 138,000). Only the sweep read it (Store.LostBatches, ExpireOverdue), once
 -- a tick and not on a push's path; it now reads every pending batch's entry
 -- of the index by registration, whose due time is in the entry, so the
--- batches it does not take are passed over without reading their rows. A
+-- batches not yet due are passed over without reading their rows. A
 -- gateway holds few batches pending (those in a coalescing window, in
 -- flight or waiting for a retry), so that read is short; it grows with them
 -- and not with the day's finished batches, which the index does not hold.
