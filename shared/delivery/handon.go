@@ -11,10 +11,11 @@ import (
 // the batches that fell due meanwhile, held back by their claims, go out
 // after it, one after the other, in the same request (store's next.go).
 
-// finish ends the leased batch in state and, in the same statement, finds
-// the registration's other due batches, which this lease held back
-// (store.HeldBack: it marks them when the hand-on reached c); then hands on
-// to them (handOn). A lost lease records and hands on nothing: the
+// finish ends the leased batch in state and takes the registration's other
+// due batches that this lease held back (store.EndLeasedBatch: on
+// PostgreSQL they are read only when a hold-back marked the batch's row;
+// store.HeldBack: they are marked when the hand-on reached c); then hands
+// on to them (handOn). A lost lease records and hands on nothing: the
 // new holder does. A batch that raised its registration's badge and ends in
 // any state but sent gives the raise back in the same transaction
 // (store.EndLeasedBatch), before the next batch's claim reads the count: no

@@ -25,20 +25,34 @@ import (
 // saw the first on a day of finished batches, scripts/pgcount -mode burst
 // the second on a small table, 0.4 M instructions a claim).
 //
+// The registration's batch in flight is found by the update that marks
+// it as holding (held, heldClaim), and only when the claim would otherwise
+// lease its batch: the row orders the claim with the holder's end, which
+// takes no host lock (endHolder). The claimed batch's one update (leased)
+// either takes the lease, negating a held_at that an earlier hold-back set
+// (the batches held back with it now wait behind it), or marks it held
+// back (held_at now), which SQLite's claim does in a statement of its own
+// before it (holdBack).
+//
 // $1 batch id, $2 now, $3 lease token, $4 lease until, $5 expired reason,
 // $6 empty payload.
-const postgresClaim = `WITH b AS (
+var postgresClaim = `WITH b AS (
 		SELECT * FROM push_delivery_batches WHERE batch_id = $1),
-	sib AS (
-		SELECT MAX(o.lease_until) AS until FROM push_delivery_batches o
-		WHERE o.registration_id = (SELECT registration_id FROM b) AND o.batch_id <> $1
-			AND o.state = 'pending' AND o.lease_until > $2),
+	held AS (
+		` + heldClaim + `
+			AND o.batch_id <> $1 AND EXISTS (SELECT 1 FROM b WHERE b.state = 'pending' AND b.lease_until <= $2
+				AND b.expires_at > $2 AND b.due_at <= $2)
+		RETURNING o.lease_until),
+	sib AS (SELECT MAX(lease_until) AS until FROM held),
 	leased AS (
-		UPDATE push_delivery_batches u SET lease_token = $3, lease_until = $4, attempts = u.attempts + 1
-		FROM b WHERE u.batch_id = $1 AND b.state = 'pending' AND b.lease_until <= $2
-			AND b.expires_at > $2 AND b.due_at <= $2 AND (SELECT until FROM sib) IS NULL
-			AND u.state = 'pending' AND u.lease_until <= $2
-		RETURNING u.attempts),
+		UPDATE push_delivery_batches u SET
+			lease_token = CASE WHEN s.until IS NULL THEN $3 ELSE u.lease_token END,
+			lease_until = CASE WHEN s.until IS NULL THEN $4 ELSE u.lease_until END,
+			attempts = u.attempts + CASE WHEN s.until IS NULL THEN 1 ELSE 0 END,
+			held_at = CASE WHEN s.until IS NULL THEN -abs(u.held_at) ELSE $2 END
+		FROM b, sib s WHERE u.batch_id = $1 AND b.state = 'pending' AND b.lease_until <= $2
+			AND b.expires_at > $2 AND b.due_at <= $2 AND u.state = 'pending' AND u.lease_until <= $2
+		RETURNING u.attempts, s.until IS NULL AS took),
 	expired AS (
 		UPDATE push_delivery_batches u SET state = 'expired', reason = $5, payload_json = $6, finished_at = $2,
 			lease_token = NULL, lease_until = 0
@@ -48,11 +62,11 @@ const postgresClaim = `WITH b AS (
 	fences AS (
 		SELECT f.notification_epoch, f.notification_id, f.notification_seq
 		FROM push_dismissed_events f, b
-		WHERE EXISTS (SELECT 1 FROM leased) AND f.host_fingerprint = b.host_fingerprint
+		WHERE EXISTS (SELECT 1 FROM leased WHERE took) AND f.host_fingerprint = b.host_fingerprint
 			AND f.notification_id IN (SELECT m ->> 'notificationId' FROM jsonb_array_elements(b.payload_json::jsonb) m))
 	SELECT b.batch_id, b.host_fingerprint, b.registration_id, b.kind, b.payload_json, b.members, b.state,
 		b.due_at, b.expires_at, b.lease_until, b.attempts, b.scheduled_at, b.created_at,
-		(SELECT until FROM sib), (SELECT attempts FROM leased), EXISTS (SELECT 1 FROM expired),
+		(SELECT until FROM sib), (SELECT attempts FROM leased WHERE took), EXISTS (SELECT 1 FROM expired),
 		d.registration_id, d.token, d.platform, d.apns_environment, d.dead_at, b.badge, d.badge_count,
 		ARRAY(SELECT notification_epoch FROM fences), ARRAY(SELECT notification_id FROM fences),
 		ARRAY(SELECT notification_seq FROM fences)
@@ -108,5 +122,12 @@ func (postgresDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, er
 
 // claim runs the claim's statements in the immediate transaction.
 func (sqliteDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, error) {
+	if err := t.holdBack(ctx, a.id, a.now); err != nil {
+		return Claim{}, err
+	}
 	return claimInTx(ctx, t, a)
 }
+
+// heldClaim is heldMark for a claim: the registration is the claimed
+// batch's (b).
+var heldClaim = fmt.Sprintf(heldMark, `= (SELECT registration_id FROM b)`)

@@ -63,9 +63,6 @@ func (s *Store) ClaimBatch(ctx context.Context, id, token string, now, leaseUnti
 	var c Claim
 	on := lockOn{batch: id}
 	fn := func(t *Tx) error {
-		if err := t.holdBack(ctx, id, now); err != nil {
-			return err
-		}
 		var err error
 		c, err = s.dialect.claim(ctx, t, claimArgs{id: id, token: token, now: now, leaseUntil: leaseUntil,
 			expiredReason: expiredReason})

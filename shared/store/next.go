@@ -3,55 +3,65 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 )
 
 // A registration has one delivery in flight at a time (ClaimBatch): a claim
-// of another of its due batches is held back, and marks it so (holdBack).
-// When the holder's batch ends (EndLeasedBatch) or goes back for a retry
-// (RetryLeasedBatch), the same statement takes the batches held back,
-// oldest due first, and the holder claims the first of them and delivers it
-// in the same request (the hand-on, package delivery): a burst to one phone
-// goes out one batch after the other without a task per batch or a wake-up
-// per sibling. A due batch no claim has asked for yet is left to its own
-// task, which claims it when it comes.
+// of another of its due batches is held back, and marks it so (held_at,
+// the time it was held back). When the holder's batch ends
+// (EndLeasedBatch) or goes back for a retry (RetryLeasedBatch), the
+// batches held back are taken, oldest due first, and the holder claims the
+// first of them and delivers it in the same request (the hand-on, package
+// delivery): a burst to one phone goes out one batch after the other
+// without a task per batch or a wake-up per sibling. A due batch no claim
+// has asked for yet is left to its own task, which claims it when it comes.
 //
-// Both run under the batch's host lock on PostgreSQL, as a claim does, so a
-// claim of a sibling and the end of the holder never miss each other: the
-// claim either sees the lease ended and takes it, or finds it held and
-// leaves the batch to the holder's end, which then sees the sibling. (Without
-// the lock, a sibling admitted while the end's statement ran could be held
-// back by a lease the end had already released, with no one left to hand it
-// on until the sweep.) On SQLite every write is serialised already.
+// Leases are granted only under the batch's host lock on PostgreSQL (a
+// claim, an admission that leases the batch it opens), so two never both
+// find the other not yet in flight. A lease given up needs no lock: the
+// end of a batch (EndLeasedBatch) and a release (ReleaseBatch) meet the
+// hold-backs at the holder's row instead. The statement that holds a batch
+// back updates the holder's row too (heldMark: its held_at becomes the
+// negated time, "holding"), and the end updates that row, so one of the
+// two waits for the other's transaction: a hold-back that comes second
+// rechecks the row, finds the lease ended, and takes the lease itself; an
+// end that comes second finds the mark in its update's result and reads
+// the batches held back after its commit, when it sees them (endHolder).
+// A holder's own held_at, when it was itself held back before its lease,
+// is negated as the lease is taken: the batches held back with it wait now
+// behind it. The retry (RetryLeasedBatch) still runs under the host lock
+// and takes the held batches in its transaction. On SQLite every write is
+// serialised already: its end reads the held batches in its statement.
 
 // EndLeasedBatch ends batch id of host's registration registrationID,
-// leased to token, in state with reason, clearing its payload; and in the same
-// statement it finds the registration's other batches that a claim found
-// held back (holdBack) and that are pending, due, unleased and unexpired at
-// now, marks them scheduled at now (on PostgreSQL only with MarkHeldBack),
-// and returns their ids, oldest due first: the caller claims the first (the hand-on), or
+// leased to token, in state with reason, clearing its payload, and returns
+// the registration's other batches that a claim or an admission held back
+// behind it (see above) and that are pending, due, unleased and unexpired
+// at now, oldest due first: the caller claims the first (the hand-on), or
 // hands it to the scheduler, so a batch held back by this lease goes out as
-// soon as the lease ends. It reports whether it ended the batch. A stale
+// soon as the lease ends. With MarkHeldBack it marks them scheduled at now
+// (on PostgreSQL only). It reports whether it ended the batch. A stale
 // holder, whose lease ran out and was taken over, changes nothing and
 // returns nothing: the new holder records the outcome and hands on. The
-// lease token fences it, and on PostgreSQL it runs under the host's lock
-// (see above; the caller names the host, read with the batch, which spares
-// the lock statement reading the batch's row) in one round trip (the lock
-// and the statement, committed with the round trip:
-// pipeline.beginImplicitly). A batch that ends in any state but sent gives
-// its badge raise back in the same transaction and round trip
-// (giveBackLeased), before the hand-on's claim of the next batch reads the
-// count; under load, outcomes that arrive together share one transaction
-// and round trip (group commit, see SharedHostTx). On SQLite it is one
-// statement.
+// lease token fences it.
 //
-// On PostgreSQL, held says whether the statement marks the held-back
-// batches scheduled at now or only reads them (HeldBack).
+// On PostgreSQL the end is one statement by the batch's key, in one round
+// trip that commits it (pipeline.beginImplicitly), without the host lock
+// (see above); only when its row was marked as holding does a second
+// statement, after the commit, read the batches held back (or mark them).
+// A batch that ends in any state but sent gives its badge raise back in
+// the same transaction and round trip (giveBackLeased), under the host
+// lock, ordered with the admissions that raise the count, before the
+// hand-on's claim of the next batch reads it. Under load, outcomes that
+// arrive together share one transaction and round trip (group commit, see
+// SharedHostTx). On SQLite it is one statement.
 func (s *Store) EndLeasedBatch(ctx context.Context, id, host, registrationID, token string, state BatchState, reason string, now int64, held HeldBack) (bool, []string, error) {
 	var (
-		ended bool
-		woken []string
+		ended, holding bool
+		woken          []string
 	)
 	fn := func(t *Tx) error {
 		if state != BatchSent {
@@ -60,8 +70,15 @@ func (s *Store) EndLeasedBatch(ctx context.Context, id, host, registrationID, to
 			}
 		}
 		var err error
-		ended, woken, err = t.endLeasedBatch(ctx, id, registrationID, token, state, reason, now, held)
+		ended, holding, woken, err = t.endLeasedBatch(ctx, id, registrationID, token, state, reason, now)
 		return err
+	}
+	// A batch sent ends without the host lock on PostgreSQL (endHolder);
+	// one that gives its badge raise back keeps it, ordered with the
+	// admissions that raise the count.
+	on := lockOn{}
+	if state != BatchSent {
+		on.host = host
 	}
 	var err error
 	switch {
@@ -70,10 +87,16 @@ func (s *Store) EndLeasedBatch(ctx context.Context, id, host, registrationID, to
 	case s.outcomes == nil:
 		err = s.Tx(ctx, fn) // the give-back and the end together
 	default:
-		alone := func(wait string) error { return s.transact(ctx, lockOn{host: host, wait: wait}, fn) }
-		err = s.outcomes.do(&groupCall{ctx: ctx, on: lockOn{host: host}, fn: fn, alone: alone})
+		alone := func(wait string) error { on := on; on.wait = wait; return s.transact(ctx, on, fn) }
+		err = s.outcomes.do(&groupCall{ctx: ctx, on: on, fn: fn, alone: alone})
 	}
-	return ended, woken, err
+	if err == nil && holding {
+		woken, err = s.heldBehindEnded(ctx, id, registrationID, now, held)
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	return ended, woken, nil
 }
 
 // endLeasedStatement is EndLeasedBatch's update on SQLite, which has no
@@ -97,18 +120,15 @@ const endLeasedStatement = `UPDATE push_delivery_batches SET
 						OR (h.state = $4 AND h.finished_at = $7 AND h.lease_token IS NULL))))
 		RETURNING batch_id, due_at, created_at`
 
-// HeldBack is how [Store.EndLeasedBatch] finds, on PostgreSQL, the
-// batches its lease held back. Either way it returns the same batches; the
-// choice is what the end costs, and whether they are marked scheduled at
-// now. An UPDATE that marks them costs an end about 63,000 of PostgreSQL's
-// instructions whether it finds a batch or not (the executor starts it:
-// scripts/pgcount -mode push -split, the outcome's statement 252,000
-// against 189,000 without it), a read of them about 35,000. Most batches
-// end with nothing held back; a batch that was itself handed on to is in a
-// burst to its phone, whose next batches most often wait already and whose
-// mark keeps the sweep from taking them for lost while the burst goes out
-// (Store.LostBatches: a held-back batch's mark is otherwise its admission
-// or its last task).
+// HeldBack is how [Store.EndLeasedBatch] takes, on PostgreSQL, the
+// batches its lease held back: it reads them, or marks them scheduled at
+// now as it reads them. Either way it returns the same batches; the choice
+// is whether they are marked. Most batches end with nothing held back: the
+// end then reads nothing (the holder's mark, see endHolder). A batch that
+// was itself handed on to is in a burst to its phone, whose next batches
+// most often wait already and whose mark keeps the sweep from taking them
+// for lost while the burst goes out (Store.LostBatches: a held-back
+// batch's mark is otherwise its admission or its last task).
 type HeldBack uint8
 
 const (
@@ -121,102 +141,134 @@ const (
 	MarkHeldBack
 )
 
-// endLeasedPostgres is EndLeasedBatch's statement on PostgreSQL with
-// MarkHeldBack: the holder's update by its key (h), and its siblings' by
-// their registration (s), made only when h ended the holder, both on the
-// snapshot the statement began with; it returns whether h did and the
-// siblings' ids, oldest due first. endLeasedStatement's one update with an
-// OR of the two can only be planned as a bitmap of both indexes, or, before
-// migration 0012, as a read of every pending batch, which a generic plan
-// made while few were pending chose (TestNoPlanReadsATableWhole); the
-// bitmap cost a push 35,000 instructions more than the two updates
-// (scripts/pgcount -mode push).
-const endLeasedPostgres = endHolder + `,
-		s AS (
-			UPDATE push_delivery_batches SET scheduled_at = $7
-			WHERE ` + heldBehind + ` AND EXISTS (SELECT 1 FROM h)
-			RETURNING batch_id, due_at, created_at)
-		SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT batch_id FROM s ORDER BY due_at, created_at, batch_id)`
+// endHolder is EndLeasedBatch's statement on PostgreSQL: the holder's
+// update by its key, $1 the batch, $2 its lease's token, $3 to $6 its
+// state, reason, payload and end time. It returns whether the row was
+// marked as holding (a negative held_at, heldMark) when it ended the
+// batch, and no row for a stale holder.
+//
+// It takes no host lock and reads none of the registration's other
+// batches: a claim or an admission that holds a batch back behind this
+// lease marks the holder's row in the statement that decides it, under the
+// host lock, and the row orders the two. When the mark's update comes
+// first, the end's update waits for its transaction, which holds the batch
+// back, to commit, and then returns the mark: the batches held back are
+// read after the end's commit (heldBehindEnded), by a statement whose
+// snapshot sees them. When the end's update comes first, the mark's update
+// waits for it, rechecks the row (PostgreSQL's EvalPlanQual: the batch is
+// no longer pending) and marks nothing, and the claim or admission,
+// finding no lease in flight, takes the lease itself
+// (TestEndMeetsClaimAtTheHolder, TestEndMeetsAdmissionAtTheHolder). The
+// host lock and the read of the held batches in the end's statement cost a
+// push 48,000 of PostgreSQL's instructions net of the admission's mark
+// (scripts/pgcount -mode push: 879,992 -> 831,724; -split: the lock
+// 21,300, the end's statement 207,000 -> 156,000, the send's 476,000 ->
+// 489,000).
+const endHolder = `UPDATE push_delivery_batches SET state = $3, reason = $4, payload_json = $5, finished_at = $6,
+			lease_token = NULL, lease_until = 0
+		WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2
+		RETURNING held_at < 0`
 
-// endHolder is the holder's update that both of EndLeasedBatch's
-// statements on PostgreSQL begin with (h): $1 the batch, $3 its lease's
-// token, $4 to $7 its state, reason, payload and end time.
-const endHolder = `WITH h AS (
-			UPDATE push_delivery_batches SET state = $4, reason = $5, payload_json = $6, finished_at = $7,
-				lease_token = NULL, lease_until = 0
-			WHERE batch_id = $1 AND state = 'pending' AND lease_token = $3
-			RETURNING batch_id)`
+// heldMark is the update a claim or an admission makes of a registration's
+// batch in flight when it may hold another batch back behind it
+// (endHolder): it marks the holder, its held_at the negated time now ($2),
+// and returns its lease's end. %s names the registration (a claim's
+// subquery, an admission's array).
+const heldMark = `UPDATE push_delivery_batches o SET held_at = -$2
+			WHERE o.registration_id %s AND o.state = 'pending' AND o.lease_until > $2`
 
 // heldBehind is the condition of the batches held back behind the lease
-// ending ($1) of registration $2 at $7: pending, due, unleased, unexpired
-// and asked for by a claim (holdBack).
-const heldBehind = `registration_id = $2 AND state = 'pending' AND due_at <= $7 AND lease_until <= $7
-				AND expires_at > $7 AND held_at > 0 AND batch_id <> $1`
+// of batch $1 of registration $2 ended at $3: pending, due, unleased,
+// unexpired and held back (a positive held_at: a holder's is negative).
+const heldBehind = `registration_id = $2 AND state = 'pending' AND due_at <= $3 AND lease_until <= $3
+				AND expires_at > $3 AND held_at > 0 AND batch_id <> $1`
 
-// endReadPostgres is EndLeasedBatch's statement on PostgreSQL with
-// ReadHeldBack: the holder's update (h), and s's batches read, not marked,
-// on the snapshot the statement began with; the caller reads them only when
-// h ended the holder. They are ordered by due time alone, the pending
-// index's order, so that no sort is started (9,000 instructions an end,
-// scripts/pgcount -mode push: 931,700 against 922,254). Batches due in the
-// same millisecond come in the index's order rather than by creation and
-// id: a batch due at once is due at its admission, so two such batches were
-// created in the same millisecond too and the id decided before (random
-// then, made in the order of admission now: NewBatchID);
-// only coalesced batches of one phone that a deadline made due in the same
-// millisecond may come in another order than before.
-const endReadPostgres = endHolder + `
-		SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT batch_id FROM push_delivery_batches
-			WHERE ` + heldBehind + `
-			ORDER BY due_at)`
+// readHeldPostgres reads the batches held back (ReadHeldBack), ordered by
+// due time alone, the pending index's order, so that no sort is started
+// (9,000 instructions, scripts/pgcount -mode push). Batches due in the same
+// millisecond come in the index's order rather than by creation and id: a
+// batch due at once is due at its admission, so two such batches were
+// created in the same millisecond too and the id decided before (made in
+// the order of admission: NewBatchID); only coalesced batches of one phone
+// that a deadline made due in the same millisecond may come in another
+// order.
+const readHeldPostgres = `SELECT batch_id FROM push_delivery_batches WHERE ` + heldBehind + ` ORDER BY due_at`
+
+// markHeldPostgres marks them scheduled at the end's time (MarkHeldBack).
+const markHeldPostgres = `UPDATE push_delivery_batches SET scheduled_at = $3 WHERE ` + heldBehind + `
+		RETURNING batch_id, due_at, created_at`
 
 // endLeasedBatch is EndLeasedBatch's statement, run by t: on PostgreSQL
-// as the transaction's final statement, so that the commit travels with it.
-func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64, held HeldBack) (bool, []string, error) {
-	args := []any{id, registrationID, token, string(state), nullable(reason), EmptyPayload, now}
+// as the transaction's final statement, so that the commit travels with
+// it. It reports whether it ended the batch, and on PostgreSQL whether the
+// batch was marked as holding others back (endHolder), on SQLite the
+// batches held back.
+func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token string, state BatchState, reason string, now int64) (ended, holding bool, ids []string, err error) {
 	if t.pipelined() {
-		query := endLeasedPostgres
-		if held == ReadHeldBack {
-			query = endReadPostgres
+		err := t.r.final(ctx, endHolder, id, token, string(state), nullable(reason), EmptyPayload, now).Scan(&holding)
+		switch {
+		case errors.Is(err, sql.ErrNoRows): // a stale holder
+			return false, false, nil, nil
+		case err != nil:
+			return false, false, nil, fmt.Errorf("end leased batch: %w", err)
 		}
-		var (
-			ended bool
-			ids   []string
-		)
-		if err := t.r.final(ctx, query, args...).Scan(&ended, &ids); err != nil {
-			return false, nil, fmt.Errorf("end leased batch: %w", err)
-		}
-		if !ended { // a stale holder
-			return false, nil, nil
-		}
-		return true, ids, nil
+		return true, holding, nil, nil
 	}
-	rows, err := t.r.query(ctx, endLeasedStatement, args...)
+	rows, err := t.r.query(ctx, endLeasedStatement, id, registrationID, token, string(state), nullable(reason), EmptyPayload, now)
 	if err != nil {
-		return false, nil, fmt.Errorf("end leased batch: %w", err)
+		return false, false, nil, fmt.Errorf("end leased batch: %w", err)
 	}
-	ids, err := scanDue(rows)
+	ids, err = scanDue(rows)
 	if err != nil {
-		return false, nil, fmt.Errorf("end leased batch: %w", err)
+		return false, false, nil, fmt.Errorf("end leased batch: %w", err)
 	}
 	if !slices.Contains(ids, id) {
 		// The holder was not ended: a sibling matched only because
 		// another holder ended the batch in the same state and
 		// millisecond. Report nothing.
-		return false, nil, nil
+		return false, false, nil, nil
 	}
-	return true, slices.DeleteFunc(ids, func(b string) bool { return b == id }), nil
+	return true, false, slices.DeleteFunc(ids, func(b string) bool { return b == id }), nil
+}
+
+// heldBehindEnded returns, on PostgreSQL, the batches held back behind
+// batch id of registration registrationID, which ended at now marked as
+// holding (endHolder), oldest due first; with MarkHeldBack it marks them
+// scheduled at now. It runs after the end committed, so its snapshot sees
+// every hold-back that marked the holder.
+func (s *Store) heldBehindEnded(ctx context.Context, id, registrationID string, now int64, held HeldBack) ([]string, error) {
+	if held == MarkHeldBack {
+		rows, err := s.db.QueryContext(ctx, markHeldPostgres, id, registrationID, now)
+		if err != nil {
+			return nil, fmt.Errorf("held back: %w", err)
+		}
+		ids, err := scanDue(sqlRows{rows})
+		if err != nil {
+			return nil, fmt.Errorf("held back: %w", err)
+		}
+		return ids, nil
+	}
+	rows, err := s.db.QueryContext(ctx, readHeldPostgres, id, registrationID, now)
+	if err != nil {
+		return nil, fmt.Errorf("held back: %w", err)
+	}
+	ids, err := scanIDs(sqlRows{rows})
+	if err != nil {
+		return nil, fmt.Errorf("held back: %w", err)
+	}
+	return ids, nil
 }
 
 // holdBack marks batch id asked for at now when it is pending, due, unleased
 // and unexpired: the claim that follows in the transaction either leases it
 // (the mark is then moot: the batch ends, or its retry clears it) or finds
 // another batch of the registration in flight and leaves it to that lease's
-// holder, whose end takes it. The mark does not test that other lease
-// itself: in a group of claims (SharedHostTx) a member's deferred write may
-// run before the claims of the members ahead of it, and a batch held back
-// by one of those must be marked all the same. It waits for the claim's
-// round trip.
+// holder, whose end takes it. SQLite's claim makes it; PostgreSQL's marks
+// the batch in its own statement, and only when it holds it back
+// (postgresClaim). The mark does not test that other lease itself: in a
+// group of claims a member's deferred write may run before the claims of
+// the members ahead of it, and a batch held back by one of those must be
+// marked all the same. It waits for the claim's round trip.
 func (t *Tx) holdBack(ctx context.Context, id string, now int64) error {
 	return t.later(ctx, "hold back", `UPDATE push_delivery_batches SET held_at = $2
 		WHERE batch_id = $1 AND state = 'pending' AND lease_until <= $2 AND due_at <= $2 AND expires_at > $2`, id, now)
