@@ -51,7 +51,10 @@ import (
 // On PostgreSQL the end is one statement by the batch's key, in one round
 // trip that commits it (pipeline.beginImplicitly), without the host lock
 // (see above); only when its row was marked as holding does a second
-// statement, after the commit, read the batches held back (or mark them).
+// statement, after the commit, read the batches held back (or mark them);
+// should that statement fail, the error is returned with the batch ended,
+// and the batches held back are the sweep's, as when the process that was
+// to hand on to them dies.
 // A batch that ends in any state but sent gives its badge raise back in
 // the same transaction and round trip (giveBackLeased), under the host
 // lock, ordered with the admissions that raise the count, before the

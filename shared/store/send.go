@@ -354,8 +354,8 @@ const (
 					AND kind = 'alert' AND lease_until <= $2)`
 	// What a lease at admission needs (SendStart.Lease): the registration
 	// as a delivery sends to it, and whether a pending batch of it holds a
-	// live lease at $2 (Pending.InFlight; EXISTS and not the latest lease:
-	// no aggregate to start).
+	// live lease at $2, as heldAdmission's update found and marked it
+	// (Pending.InFlight).
 	startSendLease = `d.token, d.platform, d.apns_environment, d.badge_count,
 			EXISTS (SELECT 1 FROM held h WHERE h.registration_id = a.registration_id)`
 	startSendLeaseFrom = ` JOIN dev d ON d.registration_id = a.registration_id`
