@@ -26,7 +26,7 @@ import (
 // the second on a small table, 0.4 M instructions a claim).
 //
 // The registration's batch in flight is found by the update that marks
-// it as holding (held, heldClaim), and only when the claim would otherwise
+// it as holding (held, heldMark), and only when the claim would otherwise
 // lease its batch: the row orders the claim with the holder's end, which
 // takes no host lock (endHolder). The claimed batch's one update (leased)
 // either takes the lease, negating a held_at that an earlier hold-back set
@@ -36,11 +36,11 @@ import (
 //
 // $1 batch id, $2 now, $3 lease token, $4 lease until, $5 expired reason,
 // $6 empty payload.
-var postgresClaim = `WITH b AS (
+const postgresClaim = `WITH b AS (
 		SELECT * FROM push_delivery_batches WHERE batch_id = $1),
 	held AS (
-		` + heldClaim + `
-			AND o.batch_id <> $1 AND EXISTS (SELECT 1 FROM b WHERE b.state = 'pending' AND b.lease_until <= $2
+		` + heldMark + `= (SELECT registration_id FROM b) AND o.batch_id <> $1
+			AND EXISTS (SELECT 1 FROM b WHERE b.state = 'pending' AND b.lease_until <= $2
 				AND b.expires_at > $2 AND b.due_at <= $2)
 		RETURNING o.lease_until),
 	sib AS (SELECT MAX(lease_until) AS until FROM held),
@@ -127,7 +127,3 @@ func (sqliteDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, erro
 	}
 	return claimInTx(ctx, t, a)
 }
-
-// heldClaim is heldMark for a claim: the registration is the claimed
-// batch's (b).
-var heldClaim = fmt.Sprintf(heldMark, `= (SELECT registration_id FROM b)`)

@@ -115,6 +115,29 @@ func (f *holderFixture) end() <-chan ended {
 	return c
 }
 
+// race runs the holder's end and start, which starts another operation
+// on the holder's row in a goroutine, queued behind the row's lock in the
+// order endFirst says, then lets them go and returns what the end
+// returned.
+func (f *holderFixture) race(t *testing.T, endFirst bool, start func()) ended {
+	t.Helper()
+	wait, release := f.block(t)
+	var e <-chan ended
+	if endFirst {
+		e = f.end()
+		wait()
+		start()
+	} else {
+		start()
+		wait()
+		e = f.end()
+	}
+	wait()
+	release()
+	return <-e
+}
+
+// ended is what EndLeasedBatch returned.
 type ended struct {
 	ended bool
 	woken []string
@@ -150,20 +173,8 @@ func TestEndMeetsClaimAtTheHolder(t *testing.T) {
 					claimed <- c
 				}()
 			}
-			wait, release := f.block(t)
-			var e <-chan ended
-			if endFirst {
-				e = f.end()
-				wait()
-				claim()
-			} else {
-				claim()
-				wait()
-				e = f.end()
-			}
-			wait()
-			release()
-			got, c := <-e, <-claimed
+			got := f.race(t, endFirst, claim)
+			c := <-claimed
 			if got.err != nil || !got.ended {
 				t.Fatalf("EndLeasedBatch = %v, %v", got.ended, got.err)
 			}
@@ -238,20 +249,8 @@ func TestEndMeetsAdmissionAtTheHolder(t *testing.T) {
 					admissions <- a
 				}()
 			}
-			wait, release := f.block(t)
-			var e <-chan ended
-			if endFirst {
-				e = f.end()
-				wait()
-				admit()
-			} else {
-				admit()
-				wait()
-				e = f.end()
-			}
-			wait()
-			release()
-			got, a := <-e, <-admissions
+			got := f.race(t, endFirst, admit)
+			a := <-admissions
 			if got.err != nil || !got.ended {
 				t.Fatalf("EndLeasedBatch = %v, %v", got.ended, got.err)
 			}

@@ -175,10 +175,10 @@ const endHolder = `UPDATE push_delivery_batches SET state = $3, reason = $4, pay
 // heldMark is the update a claim or an admission makes of a registration's
 // batch in flight when it may hold another batch back behind it
 // (endHolder): it marks the holder, its held_at the negated time now ($2),
-// and returns its lease's end. %s names the registration (a claim's
-// subquery, an admission's array).
+// and returns its lease's end. The registration follows it: a claim's
+// subquery, an admission's array.
 const heldMark = `UPDATE push_delivery_batches o SET held_at = -$2
-			WHERE o.registration_id %s AND o.state = 'pending' AND o.lease_until > $2`
+			WHERE o.state = 'pending' AND o.lease_until > $2 AND o.registration_id `
 
 // heldBehind is the condition of the batches held back behind the lease
 // of batch $1 of registration $2 ended at $3: pending, due, unleased,
@@ -240,22 +240,15 @@ func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token strin
 // scheduled at now. It runs after the end committed, so its snapshot sees
 // every hold-back that marked the holder.
 func (s *Store) heldBehindEnded(ctx context.Context, id, registrationID string, now int64, held HeldBack) ([]string, error) {
+	query, scan := readHeldPostgres, scanIDs
 	if held == MarkHeldBack {
-		rows, err := s.db.QueryContext(ctx, markHeldPostgres, id, registrationID, now)
-		if err != nil {
-			return nil, fmt.Errorf("held back: %w", err)
-		}
-		ids, err := scanDue(sqlRows{rows})
-		if err != nil {
-			return nil, fmt.Errorf("held back: %w", err)
-		}
-		return ids, nil
+		query, scan = markHeldPostgres, scanDue
 	}
-	rows, err := s.db.QueryContext(ctx, readHeldPostgres, id, registrationID, now)
+	rows, err := s.db.QueryContext(ctx, query, id, registrationID, now)
 	if err != nil {
 		return nil, fmt.Errorf("held back: %w", err)
 	}
-	ids, err := scanIDs(sqlRows{rows})
+	ids, err := scan(sqlRows{rows})
 	if err != nil {
 		return nil, fmt.Errorf("held back: %w", err)
 	}

@@ -583,9 +583,9 @@ func startSendText(kind contract.Kind, noJoin, lease, plain bool, mode QuotaMode
 // marks them all the same: a test of the recipients cost every leased
 // push 10,500 instructions (scripts/pgcount -mode push -split), the mark
 // an end's read of nothing.
-var heldAdmission = `,
+const heldAdmission = `,
 		held AS (
-			` + fmt.Sprintf(heldMark, `= ANY(CAST($9 AS TEXT[]))`) + ` AND o.host_fingerprint = $3
+			` + heldMark + `= ANY(CAST($9 AS TEXT[])) AND o.host_fingerprint = $3
 			RETURNING o.registration_id)
 		`
 
