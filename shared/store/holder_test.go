@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,171 +103,184 @@ func (f *holderFixture) block(t *testing.T) (wait, release func()) {
 	}
 }
 
-// end ends the holder as sent, in a goroutine; the channel gets what
-// EndLeasedBatch returned.
-func (f *holderFixture) end() <-chan ended {
-	c := make(chan ended, 1)
-	go func() {
-		var e ended
-		e.ended, e.woken, e.err = f.s.EndLeasedBatch(context.Background(), f.holder, "hostA", f.reg, "holder",
-			store.BatchSent, "", fixtureNow, store.ReadHeldBack)
-		c <- e
-	}()
-	return c
+// An ender gives the holder's lease up, in one of the ways that take no
+// host lock, and returns what it reports: whether it did, and the batches
+// held back it hands on to.
+type ender struct {
+	name string
+	give func(f *holderFixture) (bool, []string, error)
 }
 
-// race runs the holder's end and start, which starts another operation
-// on the holder's row in a goroutine, queued behind the row's lock in the
-// order endFirst says, then lets them go and returns what the end
-// returned.
-func (f *holderFixture) race(t *testing.T, endFirst bool, start func()) ended {
-	t.Helper()
-	wait, release := f.block(t)
-	var e <-chan ended
-	if endFirst {
-		e = f.end()
-		wait()
-		start()
-	} else {
-		start()
-		wait()
-		e = f.end()
-	}
-	wait()
-	release()
-	return <-e
+// enders are the holder's end as sent (EndLeasedBatch) and its release
+// (ReleaseBatch, due again at 20 s: not yet due at fixtureNow, so that it
+// is not one of the batches it returns).
+var enders = []ender{
+	{"end", func(f *holderFixture) (bool, []string, error) {
+		return f.s.EndLeasedBatch(context.Background(), f.holder, "hostA", f.reg, "holder", store.BatchSent, "",
+			fixtureNow, store.ReadHeldBack)
+	}},
+	{"release", func(f *holderFixture) (bool, []string, error) {
+		return f.s.ReleaseBatch(context.Background(), f.holder, f.reg, "holder", 20_000, fixtureNow)
+	}},
 }
 
-// ended is what EndLeasedBatch returned.
-type ended struct {
-	ended bool
-	woken []string
-	err   error
-}
-
-// TestEndMeetsClaimAtTheHolder: on PostgreSQL a batch's end takes no host
-// lock and reads no other batch unless a hold-back marked its row
-// (store.EndLeasedBatch): the row orders the end and a sibling's claim.
-// Each order is forced by a transaction that holds the row while both
-// statements queue behind it. When the end's update comes first, the
-// claim's mark rechecks the ended row and the claim takes the lease
-// itself; when the claim's mark comes first, the end finds the mark and
-// hands on to the sibling, which the claim held back. Either way the
-// sibling is never left held back behind a lease that has ended.
-func TestEndMeetsClaimAtTheHolder(t *testing.T) {
-	ctx := context.Background()
-	for _, endFirst := range []bool{true, false} {
-		name := "claim first"
-		if endFirst {
-			name = "end first"
-		}
-		t.Run(name, func(t *testing.T) {
-			f := mustHolderFixture(t)
-			sibling := f.insert(t, store.NewBatch{DueAt: fixtureNow})
-			claimed := make(chan store.Claim, 1)
-			claim := func() {
-				go func() {
-					c, err := f.s.ClaimBatch(ctx, sibling, "sibling", fixtureNow, fixtureNow+30_000, "deadline")
-					if err != nil {
-						t.Error(err)
-					}
-					claimed <- c
-				}()
-			}
-			got := f.race(t, endFirst, claim)
-			c := <-claimed
-			if got.err != nil || !got.ended {
-				t.Fatalf("EndLeasedBatch = %v, %v", got.ended, got.err)
-			}
+// eachOrder runs check for every ender, with a fresh fixture, once with
+// the lease given up first and once with other first: both run at once,
+// queued behind a transaction that holds the holder's row in that order,
+// which then lets them go. check gets the order and the batches the ender
+// handed on to, once both have returned.
+func eachOrder(t *testing.T, other func(t *testing.T, f *holderFixture) func(), check func(t *testing.T, by string, endFirst bool, woken []string)) {
+	for _, e := range enders {
+		for _, endFirst := range []bool{true, false} {
+			name := e.name + " second"
 			if endFirst {
-				if !c.Leased || len(got.woken) != 0 {
-					t.Fatalf("end first: claim leased %v, end woke %v; want the claim to lease and the end to wake nothing",
-						c.Leased, got.woken)
+				name = e.name + " first"
+			}
+			t.Run(name, func(t *testing.T) {
+				f := mustHolderFixture(t)
+				op := other(t, f)
+				type given struct {
+					ok    bool
+					woken []string
+					err   error
 				}
-				return
-			}
-			if c.Leased || c.HeldUntil != fixtureNow+30_000 {
-				t.Fatalf("claim first: claim = %+v, want held back until the holder's lease ends", c)
-			}
-			if diff := cmp.Diff([]string{sibling}, got.woken); diff != "" {
-				t.Fatalf("claim first: the end woke (-want +got):\n%s", diff)
-			}
-		})
+				gave, done := make(chan given, 1), make(chan struct{})
+				give := func() {
+					go func() {
+						var g given
+						g.ok, g.woken, g.err = e.give(f)
+						gave <- g
+					}()
+				}
+				run := func() {
+					go func() {
+						op()
+						close(done)
+					}()
+				}
+				wait, release := f.block(t)
+				if endFirst {
+					give()
+					wait()
+					run()
+				} else {
+					run()
+					wait()
+					give()
+				}
+				wait()
+				release()
+				g := <-gave
+				<-done
+				if g.err != nil || !g.ok {
+					t.Fatalf("%s = %v, %v", e.name, g.ok, g.err)
+				}
+				check(t, e.name, endFirst, g.woken)
+			})
+		}
 	}
+}
+
+// TestEndMeetsClaimAtTheHolder: on PostgreSQL a lease is given up (a
+// batch's end, store.EndLeasedBatch, or its release) without the host lock,
+// and the end reads no other batch unless a hold-back marked its row: the
+// row orders the lease given up and a sibling's claim. Each order is
+// forced by a transaction that holds the row while both statements queue
+// behind it. When the lease is given up first, the claim's mark rechecks
+// the changed row and the claim takes the lease itself; when the claim's
+// mark comes first, the end finds the mark (the release reads every due
+// batch in its next statement) and hands on to the sibling, which the
+// claim held back. Either way the sibling is never left held back behind
+// a lease that has ended.
+func TestEndMeetsClaimAtTheHolder(t *testing.T) {
+	var (
+		sibling string
+		c       store.Claim
+	)
+	eachOrder(t, func(t *testing.T, f *holderFixture) func() {
+		sibling = f.insert(t, store.NewBatch{DueAt: fixtureNow})
+		return func() {
+			var err error
+			if c, err = f.s.ClaimBatch(context.Background(), sibling, "sibling", fixtureNow, fixtureNow+30_000, "deadline"); err != nil {
+				t.Error(err)
+			}
+		}
+	}, func(t *testing.T, by string, endFirst bool, woken []string) {
+		if endFirst {
+			// A release hands on to every due batch it reads before its
+			// commit, the sibling among them; its claim then finds the
+			// sibling leased and stops.
+			if !c.Leased || len(woken) > 0 && (by != "release" || !slices.Equal(woken, []string{sibling})) {
+				t.Fatalf("%s first: claim leased %v, %v handed on; want the claim to lease, nothing handed on by an end",
+					by, c.Leased, woken)
+			}
+			return
+		}
+		if c.Leased || c.HeldUntil != fixtureNow+30_000 {
+			t.Fatalf("claim first: claim = %+v, want held back until the holder's lease ends", c)
+		}
+		if diff := cmp.Diff([]string{sibling}, woken); diff != "" {
+			t.Fatalf("claim first: handed on to (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // TestEndMeetsAdmissionAtTheHolder is TestEndMeetsClaimAtTheHolder for an
 // admission that may lease the batch it opens (SendStart.Lease): when the
-// end comes first the admission finds nothing in flight and may lease;
-// when the admission's mark comes first it finds the holder in flight,
-// opens its batch held back in the same transaction, and the end, which
-// waits for that transaction, hands on to it.
+// lease is given up first the admission finds nothing in flight and may
+// lease; when the admission's mark comes first it finds the holder in
+// flight, opens its batch held back in the same transaction, and the end
+// or release, which waits for that transaction, hands on to it.
 func TestEndMeetsAdmissionAtTheHolder(t *testing.T) {
-	ctx := context.Background()
-	for _, endFirst := range []bool{true, false} {
-		name := "admission first"
-		if endFirst {
-			name = "end first"
-		}
-		t.Run(name, func(t *testing.T) {
-			f := mustHolderFixture(t)
-			type admitted struct {
-				inFlight bool
-				batch    string
-			}
-			admissions := make(chan admitted, 1)
-			admit := func() {
-				go func() {
-					var a admitted
-					err := f.s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
-						batch := store.NewBatchID()
-						start := store.SendStart{Add: true, NoJoin: true, Lease: true,
-							Event: store.NewEvent{ID: "event", Host: "hostA", Kind: contract.KindAlert, Fingerprint: "fp",
-								RegistrationIDs: []string{f.reg}, Deadline: 60_000, Quota: 300},
-							Recipients: []store.Recipient{{EventID: "event", RegistrationID: f.reg, Host: "hostA",
-								Fingerprint: "fp", Kind: contract.KindAlert, BatchID: batch}}}
-						st, err := tx.StartSend(ctx, start, fixtureNow)
-						if err != nil {
-							return err
-						}
-						if len(st.Added) != 1 || !st.Added[0] {
-							t.Errorf("StartSend recorded %v, want the recipient", st.Added)
-						}
-						a.inFlight = st.Pending[0].InFlight
-						nb := store.NewBatch{ID: batch, Host: "hostA", RegistrationID: f.reg, Kind: contract.KindAlert,
-							Payload: `[1]`, Members: 1, DueAt: fixtureNow, ExpiresAt: 60_000}
-						if a.inFlight {
-							nb.HeldAt = fixtureNow
-						} else {
-							nb.LeaseToken, nb.LeaseUntil = "admitted", fixtureNow+30_000
-						}
-						a.batch, err = tx.InsertBatch(ctx, nb, fixtureNow)
-						return err
-					})
-					if err != nil {
-						t.Error(err)
-					}
-					admissions <- a
-				}()
-			}
-			got := f.race(t, endFirst, admit)
-			a := <-admissions
-			if got.err != nil || !got.ended {
-				t.Fatalf("EndLeasedBatch = %v, %v", got.ended, got.err)
-			}
-			if endFirst {
-				if a.inFlight || len(got.woken) != 0 {
-					t.Fatalf("end first: admission found a batch in flight %v, end woke %v; want neither",
-						a.inFlight, got.woken)
+	var (
+		inFlight bool
+		batch    string
+	)
+	eachOrder(t, func(t *testing.T, f *holderFixture) func() {
+		return func() {
+			ctx := context.Background()
+			err := f.s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+				id := store.NewBatchID()
+				start := store.SendStart{Add: true, NoJoin: true, Lease: true,
+					Event: store.NewEvent{ID: "event", Host: "hostA", Kind: contract.KindAlert, Fingerprint: "fp",
+						RegistrationIDs: []string{f.reg}, Deadline: 60_000, Quota: 300},
+					Recipients: []store.Recipient{{EventID: "event", RegistrationID: f.reg, Host: "hostA",
+						Fingerprint: "fp", Kind: contract.KindAlert, BatchID: id}}}
+				st, err := tx.StartSend(ctx, start, fixtureNow)
+				if err != nil {
+					return err
 				}
-				return
+				if len(st.Added) != 1 || !st.Added[0] {
+					t.Errorf("StartSend recorded %v, want the recipient", st.Added)
+				}
+				inFlight = st.Pending[0].InFlight
+				nb := store.NewBatch{ID: id, Host: "hostA", RegistrationID: f.reg, Kind: contract.KindAlert,
+					Payload: `[1]`, Members: 1, DueAt: fixtureNow, ExpiresAt: 60_000}
+				if inFlight {
+					nb.HeldAt = fixtureNow
+				} else {
+					nb.LeaseToken, nb.LeaseUntil = "admitted", fixtureNow+30_000
+				}
+				batch, err = tx.InsertBatch(ctx, nb, fixtureNow)
+				return err
+			})
+			if err != nil {
+				t.Error(err)
 			}
-			if !a.inFlight {
-				t.Fatal("admission first: the admission found nothing in flight, want the holder")
+		}
+	}, func(t *testing.T, _ string, endFirst bool, woken []string) {
+		if endFirst {
+			if inFlight || len(woken) != 0 {
+				t.Fatalf("lease given up first: the admission found a batch in flight %v, %v handed on; want neither",
+					inFlight, woken)
 			}
-			if diff := cmp.Diff([]string{a.batch}, got.woken); diff != "" {
-				t.Fatalf("admission first: the end woke (-want +got):\n%s", diff)
-			}
-		})
-	}
+			return
+		}
+		if !inFlight {
+			t.Fatal("admission first: the admission found nothing in flight, want the holder")
+		}
+		if diff := cmp.Diff([]string{batch}, woken); diff != "" {
+			t.Fatalf("admission first: handed on to (-want +got):\n%s", diff)
+		}
+	})
 }
