@@ -163,10 +163,10 @@ const (
 // finding no lease in flight, takes the lease itself
 // (TestEndMeetsClaimAtTheHolder, TestEndMeetsAdmissionAtTheHolder). The
 // host lock and the read of the held batches in the end's statement cost a
-// push 48,000 of PostgreSQL's instructions net of the admission's mark
-// (scripts/pgcount -mode push: 879,992 -> 831,724; -split: the lock
-// 21,300, the end's statement 207,000 -> 156,000, the send's 476,000 ->
-// 489,000).
+// push 58,000 of PostgreSQL's instructions net of the admission's mark
+// (scripts/pgcount -mode push: 879,992 -> 821,921; -split: the lock
+// 21,300, the end's statement 206,985 -> 155,705, the send's 475,788 ->
+// 488,864).
 const endHolder = `UPDATE push_delivery_batches SET state = $3, reason = $4, payload_json = $5, finished_at = $6,
 			lease_token = NULL, lease_until = 0
 		WHERE batch_id = $1 AND state = 'pending' AND lease_token = $2
@@ -186,7 +186,7 @@ const heldMark = `UPDATE push_delivery_batches o SET held_at = -$2
 const heldBehind = `registration_id = $2 AND state = 'pending' AND due_at <= $3 AND lease_until <= $3
 				AND expires_at > $3 AND held_at > 0 AND batch_id <> $1`
 
-// readHeldPostgres reads the batches held back (ReadHeldBack), ordered by
+// readHeld reads the batches held back (ReadHeldBack), ordered by
 // due time alone, the pending index's order, so that no sort is started
 // (9,000 instructions, scripts/pgcount -mode push). Batches due in the same
 // millisecond come in the index's order rather than by creation and id: a
@@ -195,10 +195,12 @@ const heldBehind = `registration_id = $2 AND state = 'pending' AND due_at <= $3 
 // the order of admission: NewBatchID); only coalesced batches of one phone
 // that a deadline made due in the same millisecond may come in another
 // order.
-const readHeldPostgres = `SELECT batch_id FROM push_delivery_batches WHERE ` + heldBehind + ` ORDER BY due_at`
+const readHeld = `SELECT batch_id FROM push_delivery_batches WHERE ` + heldBehind + ` ORDER BY due_at`
 
-// markHeldPostgres marks them scheduled at the end's time (MarkHeldBack).
-const markHeldPostgres = `UPDATE push_delivery_batches SET scheduled_at = $3 WHERE ` + heldBehind + `
+// markHeld marks them scheduled at the end's time (MarkHeldBack), and
+// returns them: also the retry's (RetryLeasedBatch), on both databases,
+// after which the retried batch is unleased but not held back.
+const markHeld = `UPDATE push_delivery_batches SET scheduled_at = $3 WHERE ` + heldBehind + `
 		RETURNING batch_id, due_at, created_at`
 
 // endLeasedBatch is EndLeasedBatch's statement, run by t: on PostgreSQL
@@ -240,9 +242,9 @@ func (t *Tx) endLeasedBatch(ctx context.Context, id, registrationID, token strin
 // scheduled at now. It runs after the end committed, so its snapshot sees
 // every hold-back that marked the holder.
 func (s *Store) heldBehindEnded(ctx context.Context, id, registrationID string, now int64, held HeldBack) ([]string, error) {
-	query, scan := readHeldPostgres, scanIDs
+	query, scan := readHeld, scanIDs
 	if held == MarkHeldBack {
-		query, scan = markHeldPostgres, scanDue
+		query, scan = markHeld, scanDue
 	}
 	rows, err := s.db.QueryContext(ctx, query, id, registrationID, now)
 	if err != nil {
@@ -313,10 +315,7 @@ func (s *Store) RetryLeasedBatch(ctx context.Context, id, registrationID, token,
 		if retried, err = t.RetryBatch(ctx, id, token, reason, dueAt, now); err != nil || !retried {
 			return err
 		}
-		rows, err := t.r.query(ctx, `UPDATE push_delivery_batches SET scheduled_at = $2
-			WHERE registration_id = $1 AND state = 'pending' AND due_at <= $2 AND lease_until <= $2
-				AND expires_at > $2 AND held_at > 0
-			RETURNING batch_id, due_at, created_at`, registrationID, now)
+		rows, err := t.r.query(ctx, markHeld, id, registrationID, now)
 		if err != nil {
 			return err
 		}
