@@ -3,10 +3,10 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
+	"time"
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/store"
@@ -31,6 +31,10 @@ func mustHolderFixture(t *testing.T) *holderFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	// The claims and ends queued behind the test's transaction must keep
+	// their places: in a combiner's slot a wait past 100 ms would run
+	// the call again behind the other (checkOrder).
+	store.SetSlotLockWait(s, time.Minute)
 	f := &holderFixture{s: s, db: storetest.SQL(t, opts), reg: mustDevice(t, s, "hostA", "phone")}
 	f.holder = f.insert(t, store.NewBatch{DueAt: 5000})
 	err = s.Tx(ctx, func(tx *store.Tx) error {
@@ -206,23 +210,31 @@ func TestEndMeetsClaimAtTheHolder(t *testing.T) {
 			}
 		}
 	}, func(t *testing.T, by string, endFirst bool, woken []string) {
-		if endFirst {
-			// A release hands on to every due batch it reads before its
-			// commit, the sibling among them; its claim then finds the
-			// sibling leased and stops.
-			if !c.Leased || len(woken) > 0 && (by != "release" || !slices.Equal(woken, []string{sibling})) {
-				t.Fatalf("%s first: claim leased %v, %v handed on; want the claim to lease, nothing handed on by an end",
-					by, c.Leased, woken)
-			}
-			return
-		}
-		if c.Leased || c.HeldUntil != fixtureNow+30_000 {
-			t.Fatalf("claim first: claim = %+v, want held back until the holder's lease ends", c)
-		}
-		if diff := cmp.Diff([]string{sibling}, woken); diff != "" {
-			t.Fatalf("claim first: handed on to (-want +got):\n%s", diff)
-		}
+		// A release hands on to every due batch it reads before its
+		// commit, the sibling among them when it goes first; its claim
+		// then finds the sibling leased and stops.
+		leased := c.Leased && (len(woken) == 0 || by == "release" && slices.Equal(woken, []string{sibling}))
+		handedOn := !c.Leased && c.HeldUntil == fixtureNow+30_000 && slices.Equal(woken, []string{sibling})
+		checkOrder(t, endFirst, leased, handedOn, fmt.Sprintf("the claim leased %v (held until %d), %s handed on to %v",
+			c.Leased, c.HeldUntil, by, woken))
 	})
+}
+
+// checkOrder fails t unless exactly one of the two outcomes holds: the
+// lease given up first (the other took the lease itself) or second (the
+// one giving it up handed on to what the other held back). An outcome of
+// the other order than the one forced is logged, not failed: a call whose
+// lock wait runs out (the session's lock_timeout, 2 s; the fixture lifts
+// the slots' 100 ms) runs again behind the other, and a machine busy
+// enough could take that long to queue both.
+func checkOrder(t *testing.T, endFirst, givenUpFirst, givenUpSecond bool, got string) {
+	t.Helper()
+	switch {
+	case givenUpFirst == givenUpSecond:
+		t.Fatalf("%s: want the other to lease, or to be handed on to", got)
+	case givenUpFirst != endFirst:
+		t.Logf("the forced order did not hold (a wait ran past its slot's lock timeout): %s", got)
+	}
 }
 
 // TestEndMeetsAdmissionAtTheHolder is TestEndMeetsClaimAtTheHolder for an
@@ -268,19 +280,8 @@ func TestEndMeetsAdmissionAtTheHolder(t *testing.T) {
 				t.Error(err)
 			}
 		}
-	}, func(t *testing.T, _ string, endFirst bool, woken []string) {
-		if endFirst {
-			if inFlight || len(woken) != 0 {
-				t.Fatalf("lease given up first: the admission found a batch in flight %v, %v handed on; want neither",
-					inFlight, woken)
-			}
-			return
-		}
-		if !inFlight {
-			t.Fatal("admission first: the admission found nothing in flight, want the holder")
-		}
-		if diff := cmp.Diff([]string{batch}, woken); diff != "" {
-			t.Fatalf("admission first: handed on to (-want +got):\n%s", diff)
-		}
+	}, func(t *testing.T, by string, endFirst bool, woken []string) {
+		checkOrder(t, endFirst, !inFlight && len(woken) == 0, inFlight && slices.Equal(woken, []string{batch}),
+			fmt.Sprintf("the admission found a batch in flight %v, %s handed on to %v", inFlight, by, woken))
 	})
 }
