@@ -103,3 +103,7 @@ func PoolSizes(s *Store) (pool, slots int) {
 	}
 	return int(d.pool.Config().MaxConns), slots
 }
+
+// BatchKeyAt is batchKeyAt, the text batch keys made at ms or later sort
+// after.
+var BatchKeyAt = batchKeyAt

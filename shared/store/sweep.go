@@ -86,8 +86,9 @@ func (s *Store) PruneChallenges(ctx context.Context, before int64, limit int) (i
 // retention rules let go at now (reference-behaviour §3 and §6, "Cleanup"):
 // expired sessions, hosts without contact for
 // hostRetention that no device names, events older than retention with
-// their recipients (pruneEvents), and fences and finished batches older
-// than retention. It returns the rows deleted per
+// their recipients (pruneEvents), fences older than retention and batches
+// finished longer than retention ago (by their key, batchKeyAt). It
+// returns the rows deleted per
 // table; a caller repeats while any table returned limit. A table whose
 // statement fails is left out of the map and its error joined to the
 // others', the other tables pruned all the same.
@@ -109,8 +110,13 @@ func (s *Store) Prune(ctx context.Context, now, hostRetention, retention int64, 
 				WHERE created_at < $1 LIMIT $2)`,
 			[]any{now - retention, limit}},
 		{"push_delivery_batches", `DELETE FROM push_delivery_batches WHERE batch_id IN
-			(SELECT batch_id FROM push_delivery_batches WHERE state <> 'pending' AND finished_at < $1 LIMIT $2)`,
-			[]any{now - retention, limit}},
+			(SELECT batch_id FROM push_delivery_batches
+				WHERE batch_id < $3 AND state <> 'pending' AND finished_at < $1
+			UNION ALL
+			SELECT batch_id FROM push_delivery_batches
+				WHERE batch_id >= $4 AND state <> 'pending' AND finished_at < $1
+			LIMIT $2)`,
+			[]any{now - retention, limit, batchKeyAt(now - retention), batchKeyAt(now + retention)}},
 	}
 	out := make(map[string]int64, len(steps)+2)
 	var errs []error
@@ -129,6 +135,24 @@ func (s *Store) Prune(ctx context.Context, now, hostRetention, retention int64, 
 		out[st.table] = n
 	}
 	return out, errors.Join(errs...)
+}
+
+// batchKeyAt is the text every batch key made at ms or later (a UUID of
+// version 7, NewBatchID) sorts after, and every one made before it sorts
+// before: the key's first twelve hex digits are its time in milliseconds.
+//
+// The prune reads the finished batches by their key (migration 0016): a
+// batch finished before the retention's cutoff was made before it, so its
+// key is before batchKeyAt(cutoff); the finished_at condition decides, the
+// key's range only bounds the read, so that a key whose time is off (a
+// clock behind) is pruned late, never early. Keys after
+// batchKeyAt(now + retention) are read too: random ones (batches stored
+// before version 7 keys, nearly all of whose keys sort there; the others
+// sort before the cutoff or, within two days, will) and those of a clock a
+// day ahead.
+func batchKeyAt(ms int64) string {
+	t := uint64(max(ms, 0))
+	return fmt.Sprintf("%08x-%04x", t>>16&0xffffffff, t&0xffff)
 }
 
 // pruneEvents deletes at most limit events created before before, with

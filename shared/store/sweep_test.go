@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -215,6 +216,111 @@ func TestMigrationDropsOrphanRecipients(t *testing.T) {
 			var n int
 			if err := db.QueryRow(q, "push_event_recipients_created").Scan(&n); err != nil || n != 0 {
 				t.Errorf("%d indexes push_event_recipients_created (%v), want none", n, err)
+			}
+		})
+	}
+}
+
+// TestBatchKeyAtOrdersNewKeys: a key NewBatchID makes sorts at or after
+// the text of the time before it was made and before the text of the
+// millisecond after it was made, so that the prune's range of keys holds
+// every batch made before its cut-off and none after.
+func TestBatchKeyAtOrdersNewKeys(t *testing.T) {
+	for range 1000 {
+		before := time.Now().UnixMilli()
+		id := store.NewBatchID()
+		after := time.Now().UnixMilli()
+		if lo, hi := store.BatchKeyAt(before), store.BatchKeyAt(after+1); id < lo || id >= hi {
+			t.Fatalf("key %s made in [%d, %d] is not in [%s, %s)", id, before, after, lo, hi)
+		}
+	}
+	if got, want := store.BatchKeyAt(0x0123456789ab), "01234567-89ab"; got != want {
+		t.Errorf("BatchKeyAt(0x0123456789ab) = %q, want %q", got, want)
+	}
+	if got, want := store.BatchKeyAt(-1), "00000000-0000"; got != want {
+		t.Errorf("BatchKeyAt(-1) = %q, want %q", got, want)
+	}
+}
+
+// TestPruneBatchesByKey: the prune reads finished batches by their key
+// (migration 0016) and deletes those finished longer than the retention
+// ago, however their key reads: a key of their time, a random one (stored
+// before keys of version 7) or one of a clock ahead; it keeps a batch
+// finished within the retention whatever its key's time, and a pending one
+// however old (both databases). Chunks count every batch deleted.
+func TestPruneBatchesByKey(t *testing.T) {
+	ctx := context.Background()
+	const day = 24 * 3600 * 1000
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC).UnixMilli()
+	retention := contract.Retention.Milliseconds()
+	keyAt := func(ms int64, tail string) string { return store.BatchKeyAt(ms) + "-7" + tail }
+	batches := []struct {
+		id         string
+		state      string
+		finishedAt int64
+		pruned     bool
+	}{
+		{keyAt(now-2*day, "000-8000-000000000001"), "sent", now - 2*day, true},
+		{keyAt(now-retention-2, "000-8000-000000000002"), "expired", now - retention - 1, true},
+		{"f47ac10b-58cc-4372-a567-0e02b2c3d479", "sent", now - 2*day, true},    // random, after the day
+		{"0047ac10-58cc-4372-a567-0e02b2c3d479", "dead", now - 2*day, true},    // random, before the cut-off
+		{keyAt(now+3*day, "000-8000-000000000003"), "sent", now - 2*day, true}, // a clock ahead
+		{keyAt(now-2*day, "000-8000-000000000004"), "sent", now - retention, false},
+		{keyAt(now-2*day, "000-8000-000000000005"), "pending", 0, false},
+		{"f47ac10b-58cc-4372-a567-0e02b2c3d480", "sent", now - 1000, false},
+		{keyAt(now+3*day, "000-8000-000000000006"), "pending", 0, false},
+		{keyAt(now-1000, "000-8000-000000000007"), "sent", now - 500, false},
+	}
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			opts := d.Options(t)
+			s := openAgain(t, opts)
+			db := storetest.SQL(t, opts)
+			var want []string
+			for _, b := range batches {
+				var finished any
+				if b.state != "pending" {
+					finished = b.finishedAt
+				}
+				if _, err := db.Exec(`INSERT INTO push_delivery_batches (batch_id, host_fingerprint, registration_id,
+						kind, payload_json, members, state, due_at, expires_at, created_at, finished_at)
+					VALUES ($1, 'hostA', 'phone', 'alert', '{}', 1, $2, 0, $3, 0, $4)`,
+					b.id, b.state, now+day, finished); err != nil {
+					t.Fatal(err)
+				}
+				if !b.pruned {
+					want = append(want, b.id)
+				}
+			}
+			for i, wantN := range []int64{2, 2, 1, 0} {
+				n, err := s.Prune(ctx, now, contract.HostRetention.Milliseconds(), retention, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := n["push_delivery_batches"]; got != wantN {
+					t.Errorf("chunk %d pruned %d batches, want %d", i, got, wantN)
+				}
+			}
+			var got []string
+			rows, err := db.Query(`SELECT batch_id FROM push_delivery_batches`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, id)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("batches left (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,0 +1,12 @@
+-- No index of finished batches by their end (issue 32): the prune reads
+-- them by their key instead. A batch's key is a UUID of version 7
+-- (store.NewBatchID), whose text begins with the time it was made, so the
+-- batches made before a time are a range of the primary key, and a batch
+-- finishes after it is made. The index cost every statement that inserts
+-- or ends a batch, whether it held the row or not (PostgreSQL opens each
+-- index and prepares its predicate anew for each such statement), and each
+-- end wrote an entry to it: scripts/pgcount -mode push counts 23,000
+-- instructions a one-phone push fewer without it. Keys that are not of
+-- that time (batches stored before version 7 keys, random ones) are pruned
+-- by a second range, of the keys after the next day (Store.Prune).
+DROP INDEX push_delivery_batches_finished;
