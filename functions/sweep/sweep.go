@@ -1,7 +1,7 @@
 // Package sweep is the Sweep function: called every minute by Cloud
-// Scheduler (private, OIDC), it expires overdue batches, gives back the badge
-// raises of pushes that ended unsent and re-schedules due batches whose task
-// was lost, then prunes what retention lets go (delivery.Sweeper).
+// Scheduler (private, OIDC), it expires overdue batches (giving back their
+// badge raises) and re-schedules due batches whose task was lost, then
+// prunes what retention lets go (delivery.Sweeper).
 package sweep
 
 import (

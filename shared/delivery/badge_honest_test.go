@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -289,8 +290,9 @@ func TestBadgeGivenBack(t *testing.T) {
 	}
 }
 
-// TestBadgeGivenBackOnce: give-backs of one batch at once (the delivery
-// that ends it, the sweep, a retried request) subtract its raise once.
+// TestBadgeGivenBackOnce: ends of one batch past its deadline at once (the
+// claims of its tasks, the sweep's expiry) give its raise back once, with
+// the end that ended it.
 func TestBadgeGivenBackOnce(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d.Name, func(t *testing.T) {
@@ -302,34 +304,45 @@ func TestBadgeGivenBackOnce(t *testing.T) {
 			}
 			t.Cleanup(func() { s.Close() })
 			c := newBadgeCaseOn(t, s, "phone", 3)
+			sw, err := delivery.NewSweeper(delivery.SweeperOptions{Store: s, Clock: c.clock, Counters: c.counters,
+				Scheduler: c.sched})
+			if err != nil {
+				t.Fatal(err)
+			}
 			for i := range 5 {
 				a := c.alert(t, fmt.Sprint("a", i), int64(2*i+1))
-				c.deliver(t, a, 1)
-				// Ended by hand, as no delivery would, so that no give-back
-				// ran yet.
-				if _, err := storetest.SQL(t, opts).ExecContext(ctx,
-					`UPDATE push_delivery_batches SET state = 'expired', finished_at = $2 WHERE batch_id = $1`,
-					a, c.now()); err != nil {
-					t.Fatal(err)
-				}
+				c.deliver(t, a, 1) // raised, and left for a retry
 				c.want(t, fmt.Sprint(c.prov.badges), int64(4+i))
-				var wg sync.WaitGroup
+				c.clock.Advance(contract.EventLifetime)
+				var (
+					wg             sync.WaitGroup
+					expired, given atomic.Int64
+				)
 				for range 8 {
 					wg.Add(2)
 					go func() {
 						defer wg.Done()
-						if err := s.GiveBackBadge(ctx, a); err != nil {
+						if err := c.dl.Deliver(ctx, a); err != nil {
 							t.Error(err)
 						}
 					}()
 					go func() {
 						defer wg.Done()
-						if _, err := s.GiveBackBadges(ctx, 10); err != nil {
+						r, err := sw.Sweep(ctx)
+						if err != nil {
 							t.Error(err)
 						}
+						expired.Add(r.Expired)
+						given.Add(r.BadgesGivenBack)
 					}()
 				}
 				wg.Wait()
+				if b := c.batch(t, a); b.State != store.BatchExpired {
+					t.Fatalf("batch %s, want expired", b.State)
+				}
+				if expired.Load() != given.Load() || expired.Load() > 1 {
+					t.Errorf("sweeps expired %d and gave back %d, want as many, at most 1", expired.Load(), given.Load())
+				}
 				c.want(t, fmt.Sprint(c.prov.badges), int64(3+i))
 				// The next alert counts from there.
 				c.deliver(t, c.alert(t, fmt.Sprint("b", i), int64(2*i+2)), 0)

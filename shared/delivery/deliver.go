@@ -281,14 +281,8 @@ func (d *Deliverer) claim(ctx context.Context, batchID string) (c *claimed, held
 	if err != nil {
 		return nil, false, fmt.Errorf("claim: %w", err)
 	}
-	if cl.Expired {
+	if cl.Expired { // with any badge raise an earlier attempt made given back
 		d.counters.Inc(obs.DeliveryExpired)
-		if cl.Batch.Badge > 0 {
-			// Raised at an earlier attempt that no provider took.
-			if err := d.store.GiveBackBadge(db, batchID); err != nil {
-				return nil, false, fmt.Errorf("claim: %w", err)
-			}
-		}
 	}
 	if !cl.Leased {
 		return nil, cl.HeldUntil > 0, nil

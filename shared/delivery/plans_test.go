@@ -193,13 +193,10 @@ func runEveryPath(t *testing.T, e *deliverEnv) {
 
 	// The sweep and the prune, receipts, a device's removal.
 	now := e.now()
-	if _, err := e.store.ExpireOverdue(ctx, now, 100); err != nil {
+	if _, _, err := e.store.ExpireOverdue(ctx, now, 100); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.LostBatches(ctx, now, 1000, 100); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.store.GiveBackBadges(ctx, 100); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.Prune(ctx, now, 1000, 1000, 100); err != nil {

@@ -43,9 +43,9 @@ type SweeperOptions struct {
 }
 
 // Sweeper is the work of the sweep function, which Cloud Scheduler calls
-// every minute: it expires overdue batches, gives back the badge raises of
-// pushes that ended unsent, re-schedules due batches whose task was lost,
-// and then prunes what retention lets go.
+// every minute: it expires overdue batches (giving back their badge
+// raises), re-schedules due batches whose task was lost, and then prunes
+// what retention lets go.
 type Sweeper struct {
 	store     *store.Store
 	clock     clock.Clock
@@ -65,8 +65,8 @@ func NewSweeper(o SweeperOptions) (*Sweeper, error) {
 // SweepReport says what one run did.
 type SweepReport struct {
 	Expired int64 `json:"expired"`
-	// BadgesGivenBack counts the finished batches whose badge raise the
-	// run gave back.
+	// BadgesGivenBack counts the batches the run expired whose badge
+	// raise it gave back with their end.
 	BadgesGivenBack int64            `json:"badgesGivenBack"`
 	Pruned          map[string]int64 `json:"pruned"`
 	Rescheduled     int              `json:"rescheduled"`
@@ -74,8 +74,8 @@ type SweepReport struct {
 }
 
 // Sweep runs once at the clock's now. The rescue goes first: overdue
-// batches are expired, the badge raises of batches that ended unsent are
-// given back, and lost batches are re-scheduled, the only recovery of an
+// batches are expired (their badge raises given back as they end), and
+// lost batches are re-scheduled, the only recovery of an
 // inline delivery whose process died. Pruning (challenges, then retention)
 // gets what is left of sweepBudget. Every step runs whatever became of the
 // others, so a failed prune never skips the rescue nor a failed step the
@@ -91,7 +91,6 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 		}
 	}
 	fail(s.expire(ctx, now, &r))
-	fail(s.giveBack(ctx, &r))
 	fail(s.rescue(ctx, now, &r))
 	deadline := began.Add(sweepBudget)
 	n, err := s.pruneChallenges(ctx, now-contract.ChallengeGrace.Milliseconds(), minTime(deadline, s.clock.Now().Add(challengeBudget)))
@@ -106,22 +105,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 func (s *Sweeper) expire(ctx context.Context, now int64, r *SweepReport) error {
 	defer func() { s.counters.Add(obs.DeliveryExpired, r.Expired) }()
 	for range sweepRounds {
-		n, err := s.store.ExpireOverdue(ctx, now, sweepChunk)
+		n, given, err := s.store.ExpireOverdue(ctx, now, sweepChunk)
 		r.Expired += n
-		if err != nil || n < sweepChunk {
-			return err
-		}
-	}
-	return nil
-}
-
-// giveBack gives back the badge raises of the batches that ended unsent
-// (those expire just ended among them), sweepChunk at a time, at most
-// sweepRounds chunks.
-func (s *Sweeper) giveBack(ctx context.Context, r *SweepReport) error {
-	for range sweepRounds {
-		n, err := s.store.GiveBackBadges(ctx, sweepChunk)
-		r.BadgesGivenBack += n
+		r.BadgesGivenBack += given
 		if err != nil || n < sweepChunk {
 			return err
 		}

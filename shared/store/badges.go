@@ -13,8 +13,8 @@ import (
 // contract.MaxBadge, and records on batch id, leased to token, which must
 // carry n notifications and have no badge yet (a batch's first attempt),
 // the new count, what was added and the registration's badge epoch, so that
-// the raise is made once per push and can be given back
-// (Store.GiveBackBadge). It returns the new count, or 0 (changing nothing)
+// the raise is made once per push and can be given back when the batch
+// ends unsent (settleExpired). It returns the new count, or 0 (changing nothing)
 // when the registration has no badge or the batch is not so held. One
 // transaction, one round trip on PostgreSQL: the stamp waits and travels
 // with the raise and COMMIT.
@@ -52,108 +52,108 @@ func (s *Store) StampBadge(ctx context.Context, id, token, registrationID string
 	return badge.Int64, nil
 }
 
-// GiveBackBadge gives back the raise of batch id when it finished without
-// reaching a provider (any state but sent: expired, dead, error, dismissed,
-// dropped): the registration's count goes down by what the batch's first
-// attempt added, never below 0, and only when the badge was not set since
-// (PUT badge, a new token: the count is then the phone's). A batch gives
-// its raise back once; one that holds none, or is pending or sent, changes
-// nothing. Two round trips on PostgreSQL.
+// expireSettling is the update that ends pending batches as expired
+// (clearing their payloads, $1 now, $2 the empty payload, $3 the reason)
+// and settles their badge raises as it ends them: a positive raise is
+// negated, so that it is given back once. Its condition completes it; it
+// returns each batch's registration, badge epoch and new raise, which
+// settleExpired reads.
+const expireSettling = `UPDATE push_delivery_batches
+		SET state = 'expired', reason = $3, payload_json = $2, finished_at = $1, lease_token = NULL, lease_until = 0,
+			badge_raised = CASE WHEN badge_raised > 0 THEN -badge_raised ELSE badge_raised END
+		WHERE `
+
+// settleExpired runs query (expireSettling and its condition) in t and
+// gives back, in the same transaction, the raises it settled: each
+// registration's count goes down by what its batches' first attempts
+// added, never below 0, and only in the epoch the raise was made in (a
+// count set since, by PUT badge or a new token, is the phone's). It
+// returns how many batches it ended and how many raises it gave back.
 //
-// The batch is read by its key alone: its raise is tested against a
-// parameter (0), not the literal of the owed batches' index
-// (push_delivery_batches_badge_owed), so that the planner cannot read
-// every owed batch to find it (TestNoPlanReadsATableWhole).
-func (s *Store) GiveBackBadge(ctx context.Context, id string) error {
-	_, err := s.giveBack(ctx, `batch_id = $1 AND badge_raised > $2 AND state <> 'pending' AND state <> 'sent'`, id, 0)
+// Every batch that ends without reaching a provider settles its raise in
+// the transaction that ends it (giveBackLeased, lowerRaise, and this), so
+// none is left owed and no index of owed batches is kept (migration 0017).
+// Two ends of one batch at once end and settle it once: the second waits
+// for the first's row and then finds it no longer pending.
+func (t *Tx) settleExpired(ctx context.Context, query string, args ...any) (ended, givenBack int64, err error) {
+	rows, err := t.r.query(ctx, query+` RETURNING registration_id, badge_epoch, badge_raised`, args...)
 	if err != nil {
-		return fmt.Errorf("give back badge: %w", err)
+		return 0, 0, err
 	}
-	return nil
-}
-
-// GiveBackBadges gives back, as GiveBackBadge does, the raises of at most
-// limit finished batches that did not reach a provider and still hold one,
-// and returns how many it gave back: the sweep's, for the batches that end
-// without a delivery to give their raise back (an expiry by the sweep, a
-// dismissal at admission, a delivery whose give-back failed).
-func (s *Store) GiveBackBadges(ctx context.Context, limit int) (int64, error) {
-	n, err := s.giveBack(ctx, owedBatches+` AND batch_id IN (SELECT batch_id FROM push_delivery_batches
-		WHERE `+owedBatches+` AND finished_at >= 0 LIMIT $1)`, limit)
-	if err != nil {
-		return n, fmt.Errorf("give back badges: %w", err)
+	type key struct {
+		reg   string
+		epoch int64
 	}
-	return n, nil
-}
-
-// owedBatches are the finished batches that did not reach a provider and
-// still hold a raise: the predicate of their index.
-const owedBatches = `badge_raised > 0 AND state <> 'pending' AND state <> 'sent'`
-
-// giveBack gives back the raises of the batches that match which (a
-// condition on push_delivery_batches that holds for owed batches only, see
-// owedBatches). The batches' raises are negated first, and only those
-// this transaction negated are subtracted, so two give-backs of one batch
-// at once subtract it once: the second waits for the first's row and then
-// finds it settled.
-func (s *Store) giveBack(ctx context.Context, which string, args ...any) (int64, error) {
-	var n int64
-	err := s.Tx(ctx, func(t *Tx) error {
-		n = 0
-		rows, err := t.r.query(ctx, `UPDATE push_delivery_batches SET badge_raised = -badge_raised
-			WHERE `+which+`
-			RETURNING registration_id, badge_epoch, -badge_raised`, args...)
-		if err != nil {
-			return err
-		}
-		type key struct {
-			reg   string
-			epoch int64
-		}
-		raised := make(map[key]int64)
-		var order []key
-		err = func() error {
-			defer rows.Close()
-			for rows.Next() {
-				var k key
-				var r int64
-				if err := rows.Scan(&k.reg, &k.epoch, &r); err != nil {
-					return err
-				}
-				if _, ok := raised[k]; !ok {
-					order = append(order, k)
-				}
-				raised[k] += r
-				n++
-			}
-			return rows.Err()
-		}()
-		if err != nil {
-			return err
-		}
-		for _, k := range order {
-			err := t.later(ctx, "give back badge", `UPDATE push_devices
-				SET badge_count = CASE WHEN badge_count > $3 THEN badge_count - $3 ELSE 0 END
-				WHERE registration_id = $1 AND badge_epoch = $2 AND badge_count IS NOT NULL`, k.reg, k.epoch, raised[k])
-			if err != nil {
+	raised := make(map[key]int64)
+	var order []key
+	err = func() error {
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				reg   string
+				epoch sql.NullInt64
+				r     sql.NullInt64
+			)
+			if err := rows.Scan(&reg, &epoch, &r); err != nil {
 				return err
 			}
+			ended++
+			// A pending batch holds no negative raise: a negative one
+			// was settled by this update.
+			if r.Int64 >= 0 {
+				continue
+			}
+			k := key{reg, epoch.Int64}
+			if _, ok := raised[k]; !ok {
+				order = append(order, k)
+			}
+			raised[k] -= r.Int64
+			givenBack++
 		}
-		return nil
+		return rows.Err()
+	}()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, k := range order {
+		err := t.later(ctx, "give back badge", `UPDATE push_devices
+			SET badge_count = CASE WHEN badge_count > $3 THEN badge_count - $3 ELSE 0 END
+			WHERE registration_id = $1 AND badge_epoch = $2 AND badge_count IS NOT NULL`, k.reg, k.epoch, raised[k])
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	return ended, givenBack, nil
+}
+
+// expireStamped ends batch id as expired with reason at now, when it is
+// pending, unleased and at or past its deadline, and gives back its badge
+// raise in the same transaction (settleExpired): the end of a batch a claim
+// found expired after an attempt stamped it (ClaimBatch). It reports
+// whether it ended the batch.
+func (s *Store) expireStamped(ctx context.Context, id, reason string, now int64) (bool, error) {
+	var ended int64
+	err := s.Tx(ctx, func(t *Tx) error {
+		var err error
+		ended, _, err = t.settleExpired(ctx, expireSettling+`batch_id = $4 AND state = 'pending'
+			AND lease_until <= $1 AND expires_at <= $1`, now, EmptyPayload, nullable(reason), id)
+		return err
 	})
-	return n, err
+	if err != nil {
+		return false, fmt.Errorf("expire stamped batch: %w", err)
+	}
+	return ended == 1, nil
 }
 
 // lowerRaise gives back, in t, what batch id raised beyond keep, the
 // members it carries from now on, while it is in state: keep 0 for a batch
 // a dismissal ended (its raise is then given back whole and settled, as
-// GiveBackBadge settles it), the number left for one a dismissal took
+// settleExpired settles it), the number left for one a dismissal took
 // members from. Each member counts once, so a push carries the count of
 // the notifications it still brings. Both statements wait for the next
 // round trip. The callers hold what keeps two lowerings of one batch apart:
 // the host lock on an unleased batch at admission, the lease at a claim;
-// a batch ends owed (GiveBackBadges) only when their transaction commits,
-// settled.
+// a batch a dismissal ends is settled in the transaction that ends it.
 func (t *Tx) lowerRaise(ctx context.Context, id string, keep int, state BatchState) error {
 	err := t.later(ctx, "give back badge", `UPDATE push_devices SET badge_count = CASE
 			WHEN push_devices.badge_count > b.badge_raised - $2 THEN push_devices.badge_count - (b.badge_raised - $2) ELSE 0 END

@@ -57,7 +57,7 @@ const postgresClaim = `WITH b AS (
 		UPDATE push_delivery_batches u SET state = 'expired', reason = $5, payload_json = $6, finished_at = $2,
 			lease_token = NULL, lease_until = 0
 		FROM b WHERE u.batch_id = $1 AND b.state = 'pending' AND b.lease_until <= $2
-			AND b.expires_at <= $2 AND u.state = 'pending' AND u.lease_until <= $2
+			AND b.expires_at <= $2 AND u.state = 'pending' AND u.lease_until <= $2 AND u.badge IS NULL
 		RETURNING 1),
 	fences AS (
 		SELECT f.notification_epoch, f.notification_id, f.notification_seq
@@ -107,7 +107,9 @@ func (postgresDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, er
 	case c.Leased || c.Expired || b.State != BatchPending:
 	case b.LeaseUntil > a.now:
 		c.HeldUntil = b.LeaseUntil
-	case b.ExpiresAt <= a.now || b.DueAt > a.now:
+	case b.ExpiresAt <= a.now:
+		c.stamped = stamped.Valid // left for ClaimBatch to end, settling its raise
+	case b.DueAt > a.now:
 	case held.Valid:
 		c.HeldUntil = held.Int64
 	}

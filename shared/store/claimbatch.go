@@ -31,6 +31,11 @@ type Claim struct {
 	// Fences are the host's dismissal fences of the batch's members'
 	// notification ids, read when the batch was leased.
 	Fences map[FenceKey]int64
+	// stamped reports that the batch is pending, unleased and past its
+	// deadline, with a badge stamp from an earlier attempt: the claim's
+	// transaction leaves it, and ClaimBatch ends it in one of its own that
+	// gives its raise back (expireStamped).
+	stamped bool
 }
 
 // claimArgs are a claim's inputs.
@@ -44,7 +49,9 @@ type claimArgs struct {
 // unexpired, not leased and no other pending batch of its registration is in
 // flight, it leases it to token until leaseUntil and counts the attempt;
 // when it is pending, unleased and at or past its deadline, it ends it as
-// expired with reason expiredReason; otherwise it reports what holds it
+// expired with reason expiredReason, giving back the badge raise an
+// earlier attempt made (in a transaction of its own, expireStamped);
+// otherwise it reports what holds it
 // back, and a batch held back by another batch's lease is marked so that
 // the lease holder hands on to it (Store.EndLeasedBatch). The claim reads the batch, the registration
 // and, for a leased batch, the dismissal fences of its members, so a
@@ -75,6 +82,13 @@ func (s *Store) ClaimBatch(ctx context.Context, id, token string, now, leaseUnti
 	} else {
 		err = s.claims.do(&groupCall{ctx: ctx, on: on, fn: fn, alone: alone})
 	}
+	if err == nil && c.stamped {
+		// Ended apart, so that the claim's statement, which every
+		// delivery runs, carries no give-back; should this fail, the
+		// batch stays pending past its deadline for the sweep to end
+		// (ExpireOverdue), its raise given back all the same.
+		c.Expired, err = s.expireStamped(ctx, id, expiredReason, now)
+	}
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim batch: %w", err)
 	}
@@ -99,6 +113,9 @@ func claimInTx(ctx context.Context, t *Tx, a claimArgs) (Claim, error) {
 		return c, nil
 	case b.LeaseUntil > a.now:
 		c.HeldUntil = b.LeaseUntil
+		return c, nil
+	case b.ExpiresAt <= a.now && b.Badge > 0:
+		c.stamped = true // left for ClaimBatch to end, settling its raise
 		return c, nil
 	case b.ExpiresAt <= a.now:
 		c.Expired, err = t.EndBatch(ctx, b.ID, BatchExpired, a.expiredReason, a.now)

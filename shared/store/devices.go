@@ -141,7 +141,7 @@ func (s *Store) DeleteDevice(ctx context.Context, host, registrationID string, n
 // SetBadge sets the badge of the host's registration to count, opting it in
 // (contract "badge"): from then on every alert push raises it by the number
 // of notifications it carries. The count starts a new badge epoch: a push
-// raised before it gives nothing back (Store.GiveBackBadge), for the count
+// raised before it gives nothing back when it ends unsent, for the count
 // is now the phone's own. It returns contract.ErrNotFound, changing
 // nothing, when the host owns no such registration.
 func (s *Store) SetBadge(ctx context.Context, host, registrationID string, count int64, now int64) error {

@@ -274,7 +274,7 @@ func (t *Tx) holdBack(ctx context.Context, id string, now int64) error {
 
 // giveBackLeased gives back, in t, the badge raise of batch id of
 // registration registrationID while it is still leased to token, as
-// GiveBackBadge does for a finished batch: the registration's count goes
+// settleExpired does for an expired one: the registration's count goes
 // down by what the batch's first attempt added,
 // never below 0, only in the epoch it was made in, and the raise is settled
 // (negated) so that it is given back once. The end statement that follows

@@ -10,7 +10,8 @@ import (
 
 // ExpireOverdue ends at most limit pending, unleased batches whose deadline
 // has passed (expires_at ≤ now) as expired, clearing their payloads, and
-// returns how many it ended.
+// gives back their badge raises in the same transaction (settleExpired);
+// it returns how many batches it ended and how many raises it gave back.
 //
 // It reads them through an index of pending batches: on PostgreSQL the one
 // by registration (migration 0014; registration_id IS NOT NULL, true of
@@ -20,14 +21,24 @@ import (
 // deadline is at most contract.MaxCoalesce before its due time (a join
 // lowers it no further than the window allows; a retry or release past it
 // ends the batch instead), so a batch past its deadline is due by now +
-// MaxCoalesce, which the index's entry tells before the row is read.
-func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (int64, error) {
-	return s.execN(ctx, "expire overdue", `UPDATE push_delivery_batches
-		SET state = 'expired', reason = 'deadline', payload_json = $2, finished_at = $1, lease_token = NULL, lease_until = 0
-		WHERE batch_id IN (SELECT batch_id FROM push_delivery_batches
-			WHERE `+sweptPending+` AND scheduled_at >= 0 AND due_at <= $4 AND expires_at <= $1
-				AND lease_until <= $1 LIMIT $3)`,
-		now, EmptyPayload, limit, now+contract.MaxCoalesce.Milliseconds())
+// MaxCoalesce, which the index's entry tells before the row is read. The
+// update states the conditions again for the row it ends: a batch another
+// transaction ended or leased meanwhile is left as that one left it, and
+// its raise is not given back twice.
+func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (expired, givenBack int64, err error) {
+	err = s.Tx(ctx, func(t *Tx) error {
+		var err error
+		expired, givenBack, err = t.settleExpired(ctx, expireSettling+`batch_id IN (SELECT batch_id FROM push_delivery_batches
+				WHERE `+sweptPending+` AND scheduled_at >= 0 AND due_at <= $5 AND expires_at <= $1
+					AND lease_until <= $1 LIMIT $4)
+			AND state = 'pending' AND expires_at <= $1 AND lease_until <= $1`,
+			now, EmptyPayload, "deadline", limit, now+contract.MaxCoalesce.Milliseconds())
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("expire overdue: %w", err)
+	}
+	return expired, givenBack, nil
 }
 
 // sweptPending is the pending batches the sweep reads, in the words of the

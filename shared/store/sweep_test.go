@@ -39,7 +39,7 @@ func TestExpireOverdueBeforeDue(t *testing.T) {
 				later, err = tx.InsertBatch(ctx, b, now-window)
 				return err
 			})
-			n, err := s.ExpireOverdue(ctx, now, 10)
+			n, _, err := s.ExpireOverdue(ctx, now, 10)
 			if err != nil || n != 1 {
 				t.Fatalf("ExpireOverdue = %d, %v; want 1", n, err)
 			}
@@ -321,6 +321,98 @@ func TestPruneBatchesByKey(t *testing.T) {
 			slices.Sort(want)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("batches left (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMigrationSettlesOwedBadges: migration 0017 gives back the badge
+// raises that batches ended unsent still hold, as the sweep gave them back
+// before (in the registration's epoch only, never below 0, each once),
+// leaves a sent batch's and a pending one's, and drops the index of owed
+// batches (both databases).
+func TestMigrationSettlesOwedBadges(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d.Name, func(t *testing.T) {
+			opts := d.Options(t)
+			s := openAgain(t, opts)
+			db := storetest.SQL(t, opts)
+			phone, tablet, watch := mustDevice(t, s, "hostA", "phone"), mustDevice(t, s, "hostA", "tablet"),
+				mustDevice(t, s, "hostA", "watch")
+			for _, q := range []struct {
+				query string
+				args  []any
+			}{
+				{`UPDATE push_devices SET badge_count = 10, badge_epoch = 2 WHERE registration_id = $1`, []any{phone}},
+				{`UPDATE push_devices SET badge_count = 1, badge_epoch = 0 WHERE registration_id = $1`, []any{tablet}},
+				{`UPDATE push_devices SET badge_count = 9, badge_epoch = 1 WHERE registration_id = $1`, []any{watch}},
+			} {
+				if _, err := db.ExecContext(ctx, q.query, q.args...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			batches := []struct {
+				id, reg, state string
+				raised, epoch  int64
+				settled        int64
+			}{
+				{"owed-1", phone, "expired", 2, 2, -2},
+				{"owed-2", phone, "dropped", 3, 2, -3},
+				{"sent", phone, "sent", 4, 2, 4},
+				{"pending", phone, "pending", 1, 2, 1},
+				{"given-back", phone, "expired", -5, 2, -5},
+				{"old-epoch", phone, "expired", 6, 1, -6},
+				{"past-zero", tablet, "dismissed", 4, 0, -4},
+				{"other-epoch", watch, "expired", 7, 0, -7},
+			}
+			for _, b := range batches {
+				if _, err := db.ExecContext(ctx, `INSERT INTO push_delivery_batches (batch_id, host_fingerprint,
+						registration_id, kind, payload_json, members, state, due_at, expires_at, created_at,
+						finished_at, badge, badge_raised, badge_epoch)
+					VALUES ($1, 'hostA', $2, 'alert', '[]', 1, $3, 0, 1, 0, 1, 1, $4, $5)`,
+					b.id, b.reg, b.state, b.raised, b.epoch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, q := range []string{
+				`CREATE INDEX push_delivery_batches_badge_owed ON push_delivery_batches (finished_at)
+					WHERE badge_raised > 0 AND state <> 'pending' AND state <> 'sent'`,
+				`DELETE FROM push_schema_migrations WHERE version = 17`,
+			} {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			openAgain(t, opts)
+			for reg, want := range map[string]int64{phone: 5, tablet: 0, watch: 9} {
+				var got int64
+				if err := db.QueryRowContext(ctx, `SELECT badge_count FROM push_devices WHERE registration_id = $1`,
+					reg).Scan(&got); err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("registration's count %d after the migration, want %d", got, want)
+				}
+			}
+			for _, b := range batches {
+				var got int64
+				if err := db.QueryRowContext(ctx, `SELECT badge_raised FROM push_delivery_batches WHERE batch_id = $1`,
+					b.id).Scan(&got); err != nil {
+					t.Fatal(err)
+				}
+				if got != b.settled {
+					t.Errorf("batch %s's raise %d after the migration, want %d", b.id, got, b.settled)
+				}
+			}
+			q := `SELECT COUNT(*) FROM pg_indexes WHERE indexname = $1`
+			if d.Name != "postgres" {
+				q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = $1`
+			}
+			var n int
+			if err := db.QueryRow(q, "push_delivery_batches_badge_owed").Scan(&n); err != nil || n != 0 {
+				t.Errorf("%d indexes push_delivery_batches_badge_owed (%v), want none", n, err)
 			}
 		})
 	}
