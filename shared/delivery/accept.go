@@ -36,13 +36,13 @@ func (o *outcome) open(b store.NewBatch) { o.opened = append(o.opened, b) }
 // inside one transaction under the host lock, in at most three round trips
 // on PostgreSQL whatever the number of registrations:
 //
-//  1. BEGIN and the host lock, the bearer's session (when tokenHash is set),
+//  1. the host lock, the bearer's session (when tokenHash is set),
 //     the event and one recipient per registration (with the ownership,
 //     quota, event, expiry and fence checks, reading each registration's
 //     open batch);
 //  2. only when something is left to read: why a registration got no
 //     recipient, the dismissal's fence, the alert batches it may cancel;
-//  3. the batches opened, joined, flushed or cancelled, with COMMIT.
+//  3. the batches opened, joined, flushed or cancelled, with the commit.
 //
 // With overflow set the notification can never be delivered: only the
 // session is read, and every registration reads error.

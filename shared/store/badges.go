@@ -17,7 +17,7 @@ import (
 // ends unsent (settleExpired). It returns the new count, or 0 (changing nothing)
 // when the registration has no badge or the batch is not so held. One
 // transaction, one round trip on PostgreSQL: the stamp waits and travels
-// with the raise and COMMIT.
+// with the raise and the commit.
 func (s *Store) StampBadge(ctx context.Context, id, token, registrationID string, n int) (int64, error) {
 	var badge sql.NullInt64
 	err := s.Tx(ctx, func(t *Tx) error {

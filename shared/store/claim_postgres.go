@@ -73,8 +73,8 @@ const postgresClaim = `WITH b AS (
 	FROM b LEFT JOIN push_devices d ON d.registration_id = b.registration_id`
 
 // claim runs postgresClaim as the transaction's final statement: the host
-// lock and the claim go in one round trip, which commits them
-// (pipeline.beginImplicitly).
+// lock and the claim go in one round trip, whose Sync commits them
+// (pipeline).
 func (postgresDialect) claim(ctx context.Context, t *Tx, a claimArgs) (Claim, error) {
 	var (
 		c                         Claim

@@ -112,7 +112,7 @@ func (s *Store) Devices(ctx context.Context, host string) ([]contract.Device, er
 // adds a batch for the registration while it goes.
 func (s *Store) DeleteDevice(ctx context.Context, host, registrationID string, now int64) error {
 	err := s.HostTx(ctx, host, func(t *Tx) error {
-		// The batches go first and the delete carries COMMIT, one round
+		// The batches go first and the delete carries the commit, one round
 		// trip on PostgreSQL. When the host owns no such registration, the
 		// first write can only find batches of a registration deleted
 		// before, which were in flight then and came back pending: they

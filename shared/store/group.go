@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -52,8 +51,8 @@ var errGroupFailed = errors.New("store: shared transaction failed")
 // alone, at once, exactly as without the combiner; one that finds every
 // slot taken waits, and when a slot frees the first waiter leads the next
 // group with up to maxGroupMembers waiters. There is no timer: a lone call
-// never waits, and under load one BEGIN, one lock statement, one COMMIT and
-// each round trip serve the whole group.
+// never waits, and under load one lock statement, one commit and each
+// round trip serve the whole group.
 type combiner struct {
 	d postgresDialect
 	// slots bounds the transactions in flight, alone or shared.
@@ -76,7 +75,7 @@ type combiner struct {
 // newCombiner returns a combiner with maxSlots slots for a pool of poolMax
 // connections, or a quarter of the pool when that is fewer, so that the
 // rest serve the other work: more slots make smaller groups, and each group
-// costs the database its BEGIN, lock and COMMIT.
+// costs the database its lock statement and commit.
 func newCombiner(d postgresDialect, poolMax, maxSlots int, observe *atomic.Pointer[func(int, bool)]) *combiner {
 	return &combiner{d: d, slots: slotCount(poolMax, maxSlots), observe: observe,
 		lockWait: lockTimeout(slotLockWait)}
@@ -150,8 +149,8 @@ func (c *combiner) leave(call *groupCall) bool {
 }
 
 // outcome is a member's answer: nil once its group committed, the error of
-// a COMMIT that failed (it may have committed, as a lone transaction's may);
-// after a group that failed before COMMIT it runs alone.
+// a commit that failed (it may have committed, as a lone transaction's may);
+// after a group that failed before the commit it runs alone.
 func outcome(call *groupCall, err error) error {
 	if errors.Is(err, errGroupFailed) {
 		return call.alone("")
@@ -282,11 +281,11 @@ func groupLocks(calls []*groupCall, wait string) []statement {
 // goroutine, and their round trips go together: once every member still
 // running has asked for its next round trip, one pipelined round trip
 // carries them all, in member order, with the writes they left for later;
-// each member then reads its own results in turn. When every member asks for its final statement, COMMIT goes with
+// each member then reads its own results in turn. When every member asks for its final statement, the commit goes with
 // them; otherwise it goes, with their last writes, once every member has
-// returned. A member's error, or any statement's before COMMIT, rolls the
+// returned. A member's error, or any statement's before the commit, rolls the
 // whole group back and returns errGroupFailed: the members then run alone.
-// The error of the COMMIT round trip is returned as it is: the group may
+// The error of the commit round trip is returned as it is: the group may
 // have committed, so the members answer it as a lone transaction would.
 func (d postgresDialect) transactGroup(ctx context.Context, calls []*groupCall, lockWait string) (errs []error) {
 	// A member's client going away must not fail the others; the deadline
@@ -303,14 +302,14 @@ func (d postgresDialect) transactGroup(ctx context.Context, calls []*groupCall, 
 		return fill(make([]error, len(calls)), fmt.Errorf("%w: begin: %w", errGroupFailed, err))
 	}
 	defer conn.Release()
-	p := newPipeline(conn.Conn(), groupLocks(calls, wait)...)
-	// A connection given back inside a transaction is destroyed by the
+	p := newPipeline(gctx, conn.Conn(), groupLocks(calls, wait)...)
+	// A connection that fails inside a transaction is destroyed by the
 	// pool, so a failed ROLLBACK loses nothing.
-	defer p.rollback(gctx)
+	defer p.rollback()
 	g := &group{p: p, arrive: make(chan arrival, len(calls)), read: make(chan struct{})}
 	members := make([]*member, len(calls))
 	for i, c := range calls {
-		members[i] = &member{g: g, i: i, turn: make(chan pgx.BatchResults, 1)}
+		members[i] = &member{g: g, i: i, turn: make(chan batchResults, 1)}
 		go func() {
 			err := errGroupFailed
 			defer func() {
@@ -403,13 +402,13 @@ func (g *group) run(ctx context.Context, members []*member) []error {
 	_, refused := errors.AsType[*pgconn.PgError](failed)
 	switch {
 	case committed && (commitErr != nil || refused):
-		// A statement the server refused skips the COMMIT after it.
-		// pgx reports that refusal again as COMMIT's result
+		// A statement the server refused skips the commit after it.
+		// the pipeline reports that refusal again as the commit's result
 		// (TestSharedHostTxFinalRoundRefused); refused keeps the group
 		// failed should a driver report nothing there.
 		return fill(errs, commitError(errors.Join(commitErr, failed)))
 	case committed:
-		// Every member's statements ran and COMMIT with them: each
+		// Every member's statements ran and the commit with them: each
 		// answers its own outcome.
 		return errs
 	case failed != nil:
@@ -424,7 +423,7 @@ func (g *group) run(ctx context.Context, members []*member) []error {
 	return errs
 }
 
-// commitError is the members' outcome of a COMMIT that failed, err holding
+// commitError is the members' outcome of a commit that failed, err holding
 // its error and any a member saw: when the server refused a statement
 // nothing committed and each member runs alone; otherwise the group may
 // have committed, and the error is returned.
@@ -444,9 +443,9 @@ func fill(errs []error, err error) []error {
 }
 
 // roundTrip sends what the members left for later and the statements they
-// asked for in one round trip, COMMIT after them when commit is set, then
+// asked for in one round trip, the commit after them when commit is set, then
 // lets each asking member read its results in member order. err is the
-// round trip's failure; commitErr is COMMIT's.
+// round trip's failure; commitErr is the commit's.
 func (g *group) roundTrip(ctx context.Context, members []*member, asked [][]statement, commit bool) (commitErr, err error) {
 	var stmts []statement
 	for i, m := range members {
@@ -454,11 +453,7 @@ func (g *group) roundTrip(ctx context.Context, members []*member, asked [][]stat
 		m.queued = nil
 		stmts = append(stmts, asked[i]...)
 	}
-	if commit {
-		stmts = append(stmts, statement{op: "commit", query: "COMMIT"})
-		g.p.committed = true
-	}
-	br, err := g.p.send(ctx, stmts...)
+	br, err := g.p.send(ctx, commit, stmts...)
 	if err != nil {
 		for i, s := range asked {
 			if s != nil {
@@ -474,11 +469,11 @@ func (g *group) roundTrip(ctx context.Context, members []*member, asked [][]stat
 		members[i].turn <- br
 		<-g.read
 	}
-	if commit {
-		_, commitErr = br.Exec()
-	}
-	if err := br.Close(); commitErr == nil {
-		commitErr = err
+	// Closing the last round trip reads its Sync, which commits: its
+	// error is the commit's.
+	commitErr = br.Close()
+	if !commit {
+		commitErr = nil
 	}
 	return commitErr, nil
 }
@@ -488,11 +483,11 @@ type member struct {
 	g *group
 	i int
 	// queued holds the member's later writes, sent with the group's next
-	// round trip or COMMIT.
+	// round trip or the commit.
 	queued []statement
 	// turn gives the member the round trip's results when its turn to
 	// read comes, or nil when the group failed.
-	turn chan pgx.BatchResults
+	turn chan batchResults
 }
 
 func (m *member) batch(_ context.Context, stmts []statement) (results, error) {
@@ -549,7 +544,7 @@ func (m *member) later(_ context.Context, op, query string, args ...any) error {
 }
 
 // final is queryRow, and tells the group that the member's work ends with
-// it: when every member's does, COMMIT goes in the same round trip.
+// it: when every member's does, the commit goes in the same round trip.
 func (m *member) final(_ context.Context, query string, args ...any) scanner {
 	res, err := m.ask([]statement{{query: query, args: args}}, true)
 	if err != nil {
@@ -562,7 +557,7 @@ func (m *member) final(_ context.Context, query string, args ...any) scanner {
 // them reads what the member left unread and passes the turn on.
 type memberResults struct {
 	m    *member
-	br   pgx.BatchResults
+	br   batchResults
 	left int
 	// closed reports whether close ran.
 	closed bool

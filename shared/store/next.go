@@ -49,7 +49,7 @@ import (
 // lease token fences it.
 //
 // On PostgreSQL the end is one statement by the batch's key, in one round
-// trip that commits it (pipeline.beginImplicitly), without the host lock
+// trip that commits it (pipeline), without the host lock
 // (see above); only when its row was marked as holding does a second
 // statement, after the commit, read the batches held back (or mark them);
 // should that statement fail, the error is returned with the batch ended,

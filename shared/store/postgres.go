@@ -25,7 +25,7 @@ type postgresDialect struct {
 	// and its lock statement sets no lock_timeout of its own, which cost
 	// PostgreSQL some 12,000 instructions a transaction: 6,500 in the lock
 	// statement (the setting parsed and stacked) and the rest undoing it at
-	// COMMIT (scripts/pgcount -mode window -split).
+	// the commit (scripts/pgcount -mode window -split).
 	// Nil when the pool is too small to spare them: a slot's transaction
 	// then sets its wait as any other does (lockStatements).
 	slots    *pgxpool.Pool
@@ -173,11 +173,11 @@ func lockStatements(on lockOn) []statement {
 // hostLockPrefix namespaces the host locks' keys.
 const hostLockPrefix = "orca-push:host:"
 
-// transact runs fn on a pool connection in a pipelined transaction: BEGIN
-// and the host lock go with fn's first statement, fn's later writes with
-// COMMIT (a transaction of one round trip needs neither statement:
-// pipeline.beginImplicitly). A connection given back inside a transaction
-// is destroyed by the pool, so no failure leaves a transaction open.
+// transact runs fn on a pool connection in a pipelined transaction: the
+// host lock goes with fn's first statement, fn's later writes with the
+// commit, and no BEGIN or COMMIT is sent (pipeline). A failure rolls the
+// transaction back; a connection that fails meanwhile is destroyed by the
+// pool, so no failure leaves a transaction open.
 func (d postgresDialect) transact(ctx context.Context, on lockOn, fn func(*Tx) error) (err error) {
 	pool, wait := d.poolFor(on.wait)
 	on.wait = wait
@@ -186,14 +186,14 @@ func (d postgresDialect) transact(ctx context.Context, on lockOn, fn func(*Tx) e
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer conn.Release()
-	p := newPipeline(conn.Conn(), lockStatements(on)...)
+	p := newPipeline(ctx, conn.Conn(), lockStatements(on)...)
 	defer func() {
 		if r := recover(); r != nil {
-			p.rollback(ctx)
+			p.rollback()
 			panic(r)
 		}
 		if err != nil {
-			p.rollback(ctx)
+			p.rollback()
 		}
 	}()
 	if err := fn(&Tx{r: p}); err != nil {

@@ -16,7 +16,8 @@ import (
 
 // TestTxFailureLeavesNothing fails transactions in every way the pipelined
 // runner sends statements (a later write failing at the next statement or
-// at COMMIT, fn failing after reads and queued writes, a panic) and checks
+// at the commit, fn failing after reads and queued writes or after writes
+// the server ran, a panic) and checks
 // that none of their rows stay and that the one pooled connection serves
 // the next transaction.
 func TestTxFailureLeavesNothing(t *testing.T) {
@@ -44,6 +45,18 @@ func TestTxFailureLeavesNothing(t *testing.T) {
 						return err
 					}
 					if err := tx.ReplaceSession(ctx, "hostA", "tok1", 9000, 1); err != nil {
+						return err
+					}
+					return errBoom
+				}, "boom"},
+				{"fn fails after its writes reached the server", func(tx *store.Tx) error {
+					// On PostgreSQL the write travels with the read, in a
+					// transaction no COMMIT or Sync ended yet: the rollback
+					// must undo it.
+					if err := tx.TouchHost(ctx, "hostA", "key", 1); err != nil {
+						return err
+					}
+					if _, err := tx.Challenge(ctx, "none"); !errors.Is(err, store.ErrNoRow) {
 						return err
 					}
 					return errBoom
@@ -296,4 +309,46 @@ func mustDueBatch(t *testing.T, s *store.Store, host string) string {
 		return err
 	})
 	return id
+}
+
+// TestTransactionsSendNoBeginOrCommit: on PostgreSQL a transaction of two
+// round trips sends neither BEGIN nor COMMIT (the protocol's transaction
+// spans its round trips, the first ended by a Flush, the last by the Sync
+// that commits, pipeline), takes two round trips, and commits.
+func TestTransactionsSendNoBeginOrCommit(t *testing.T) {
+	ctx := context.Background()
+	opts, rt := storetest.CountingPostgres(t)
+	s, err := store.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tx := func(token string) {
+		t.Helper()
+		if err := s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+			if _, err := tx.Challenge(ctx, "none"); !errors.Is(err, store.ErrNoRow) {
+				return err
+			}
+			if err := tx.TouchHost(ctx, "hostA", "key", 1); err != nil {
+				return err
+			}
+			return tx.ReplaceSession(ctx, "hostA", token, 9000, 1)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx("tok1") // the connection prepares its statements
+	before := rt.Load()
+	tx("tok2")
+	if n := rt.Load() - before; n != 2 {
+		t.Errorf("%d round trips, want 2 (the read with the lock, the writes with the commit)", n)
+	}
+	for _, q := range rt.Statements() {
+		if q := strings.ToUpper(strings.TrimSpace(q)); q == "BEGIN" || q == "COMMIT" {
+			t.Errorf("statement %q sent", q)
+		}
+	}
+	if n := mustCounts(t, s); n["push_hosts"] != 1 || n["push_sessions"] != 1 {
+		t.Errorf("rows %v, want a host and its session", n)
+	}
 }

@@ -55,8 +55,7 @@ type SendStarted struct {
 }
 
 // StartSend reads the session and records the event and the recipients of s
-// at now, all in one round trip on PostgreSQL (with BEGIN and the host
-// lock). The checks are those of [Tx.InsertEvent] and [Tx.AddRecipient]. On
+// at now, all in one round trip on PostgreSQL (with the host lock). The checks are those of [Tx.InsertEvent] and [Tx.AddRecipient]. On
 // PostgreSQL one statement does it all (startSendStmt); on SQLite, where a
 // statement costs no round trip, each of them is its own.
 func (t *Tx) StartSend(ctx context.Context, s SendStart, now int64) (SendStarted, error) {

@@ -141,7 +141,7 @@ func (s *Store) HostTx(ctx context.Context, host string, fn func(*Tx) error) err
 // PostgreSQL transaction with other hosts' SharedHostTx calls (group
 // commit): when as many transactions are in flight as the pool's quarter,
 // calls wait and go together in the next, each under its own host's lock,
-// their round trips pipelined together and one COMMIT for all. A lone call
+// their round trips pipelined together and one commit for all. A lone call
 // never waits. fn runs in another goroutine then, and must only touch the
 // database through tx and read nothing of another host's; a failure of any
 // member rolls the group back and each member runs again alone, so fn may
@@ -227,7 +227,7 @@ func (t *Tx) exec(ctx context.Context, query string, args ...any) (int64, error)
 }
 
 // later runs a write whose outcome the transaction does not read. On
-// PostgreSQL it travels with the next statement or with COMMIT, saving a
+// PostgreSQL it travels with the next statement or with the commit, saving a
 // round trip; its error, named op, surfaces there or at commit.
 func (t *Tx) later(ctx context.Context, op, query string, args ...any) error {
 	return t.r.later(ctx, op, query, args...)

@@ -17,11 +17,13 @@ import (
 
 // RoundTrips counts the round trips clients make to PostgreSQL through a
 // proxy: every simple Query message and every Sync message of the extended
-// protocol is one wait for the server's ReadyForQuery. pgx sends BEGIN and
-// COMMIT as simple queries and each statement with arguments as
-// Bind/Execute/Sync (plus a Parse/Describe/Sync the first time a connection
-// sees it), so the count is what the network sees, not an estimate; only
-// the pool's liveness ping is left out (see pingQuery). It also records
+// protocol is one wait for the server's ReadyForQuery, and every Flush one
+// wait for the answers before it. pgx sends each statement with arguments
+// as Bind/Execute/Sync (plus a Parse/Describe/Sync the first time a
+// connection sees it); the store's transactions end each round trip but
+// their last with a Flush (and prepare with one), so the count is what the
+// network sees, not an estimate; only the pool's liveness ping is left out
+// (see pingQuery). It also records
 // the statements the clients prepare (Statements).
 type RoundTrips struct {
 	n atomic.Int64
@@ -45,9 +47,8 @@ type RoundTrips struct {
 
 // Statements returns the text of every statement the clients prepared
 // through the proxy so far, each once, in no particular order: what the
-// gateway's code asked PostgreSQL to plan. pgx prepares every statement
-// with arguments, once per connection; BEGIN and COMMIT travel as simple
-// queries and are not among them.
+// gateway's code asked PostgreSQL to plan. pgx, and the store's pipeline,
+// prepare every statement with arguments, once per connection.
 func (r *RoundTrips) Statements() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -246,7 +247,7 @@ func (p *proxy) count(s io.Writer, c io.Reader, mute *atomic.Bool) (answerPendin
 		// right after, counts from the right place. (Counted after, a proxy
 		// goroutine descheduled in between let the next Cut start one
 		// round trip early on a loaded machine.)
-		last := head[0] == 'Q' || head[0] == 'S'
+		last := head[0] == 'Q' || head[0] == 'S' || head[0] == 'H'
 		var out io.Writer = s
 		if last || p.rt.cut.Load() != 0 {
 			out = &held
@@ -297,7 +298,11 @@ func (p *proxy) count(s io.Writer, c io.Reader, mute *atomic.Bool) (answerPendin
 			return false
 		}
 		if cut {
-			return true
+			// A round trip ended by a Flush commits nothing and gets no
+			// ReadyForQuery to wait for: the connection goes at once, and
+			// the server rolls back the transaction it opened, whether or
+			// not it got that far.
+			return head[0] != 'H'
 		}
 	}
 }
@@ -327,7 +332,7 @@ func readBody(c io.Reader, size int) (string, error) {
 // backend message is a type byte and a length that counts itself; the tests
 // disable SSL, so there is no untyped answer). Once mute is set it passes
 // nothing on and returns at the next ReadyForQuery: the server has then
-// carried out the round trip that was cut, its COMMIT included, and the
+// carried out the round trip that was cut, its commit included, and the
 // connection may close.
 func answer(c io.Writer, s io.Reader, mute *atomic.Bool) {
 	var head [5]byte
