@@ -72,6 +72,8 @@ func (p *pipeline) send(ctx context.Context, last bool, qs ...statement) (batchR
 	all := slices.Concat(waiting, qs)
 	if p.pp == nil {
 		p.pp = p.conn.PgConn().StartPipeline(p.ctx)
+	} else if p.dead() {
+		return nil, errConnClosed
 	}
 	sds, err := p.describe(all)
 	if err != nil {
@@ -252,13 +254,22 @@ func (p *pipeline) rollback() {
 	if p.pp == nil {
 		return
 	}
-	p.pp.SendQueryParams("ROLLBACK", nil, nil, nil, nil)
-	if p.pp.Sync() == nil {
-		drainToSync(p.pp)
+	if !p.dead() {
+		p.pp.SendQueryParams("ROLLBACK", nil, nil, nil, nil)
+		if p.pp.Sync() == nil {
+			drainToSync(p.pp)
+		}
 	}
 	p.pp.Close()
 	p.pp = nil
 }
+
+// dead reports whether the connection failed: pgconn closes it then, in
+// the background, and nothing more may be written to it.
+func (p *pipeline) dead() bool { return p.conn.PgConn().IsClosed() }
+
+// errConnClosed is a round trip's error on a connection that failed.
+var errConnClosed = errors.New("connection closed")
 
 // drainToSync reads pp's results up to and including the next Sync's,
 // closing each result, and returns the first error among them. It stops
