@@ -11,7 +11,6 @@ import (
 
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/contract/contracttest"
-	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
 
@@ -239,12 +238,7 @@ func TestSendEdge(t *testing.T) {
 // one transaction (see delivery's TestRoundTrips for each path). Run with -v
 // for the numbers.
 func TestSendRoundTrips(t *testing.T) {
-	opts, rt := storetest.CountingPostgres(t)
-	s, err := store.Open(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rt := storetest.OpenCounting(t)
 	g := mustGateway(t, s)
 	h := g.mustHost(t)
 	var phones []string

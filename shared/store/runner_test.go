@@ -317,12 +317,7 @@ func mustDueBatch(t *testing.T, s *store.Store, host string) string {
 // that commits, pipeline), takes two round trips, and commits.
 func TestTransactionsSendNoBeginOrCommit(t *testing.T) {
 	ctx := context.Background()
-	opts, rt := storetest.CountingPostgres(t)
-	s, err := store.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rt := storetest.OpenCounting(t)
 	tx := func(token string) {
 		t.Helper()
 		if err := s.HostTx(ctx, "hostA", func(tx *store.Tx) error {

@@ -209,14 +209,7 @@ func TestMigrationDropsOrphanRecipients(t *testing.T) {
 			if diff := cmp.Diff([]string{"kept/" + p}, recipientsOf(t, db)); diff != "" {
 				t.Errorf("recipients after the migration (-want +got):\n%s", diff)
 			}
-			q := `SELECT COUNT(*) FROM pg_indexes WHERE indexname = $1`
-			if d.Name != "postgres" {
-				q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = $1`
-			}
-			var n int
-			if err := db.QueryRow(q, "push_event_recipients_created").Scan(&n); err != nil || n != 0 {
-				t.Errorf("%d indexes push_event_recipients_created (%v), want none", n, err)
-			}
+			mustNoIndex(t, d, db, "push_event_recipients_created")
 		})
 	}
 }
@@ -406,14 +399,20 @@ func TestMigrationSettlesOwedBadges(t *testing.T) {
 					t.Errorf("batch %s's raise %d after the migration, want %d", b.id, got, b.settled)
 				}
 			}
-			q := `SELECT COUNT(*) FROM pg_indexes WHERE indexname = $1`
-			if d.Name != "postgres" {
-				q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = $1`
-			}
-			var n int
-			if err := db.QueryRow(q, "push_delivery_batches_badge_owed").Scan(&n); err != nil || n != 0 {
-				t.Errorf("%d indexes push_delivery_batches_badge_owed (%v), want none", n, err)
-			}
+			mustNoIndex(t, d, db, "push_delivery_batches_badge_owed")
 		})
+	}
+}
+
+// mustNoIndex fails t when the database of dialect d holds an index name.
+func mustNoIndex(t *testing.T, d storetest.Dialect, db *sql.DB, name string) {
+	t.Helper()
+	q := `SELECT COUNT(*) FROM pg_indexes WHERE indexname = $1`
+	if d.Name != "postgres" {
+		q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = $1`
+	}
+	var n int
+	if err := db.QueryRow(q, name).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d indexes %s (%v), want none", n, name, err)
 	}
 }

@@ -106,6 +106,20 @@ func Open(t testing.TB, d Dialect) *store.Store {
 	return s
 }
 
+// OpenCounting opens a store as [Open] does on PostgreSQL, through the
+// proxy of [CountingPostgres], and returns it with the proxy's counts; t is
+// skipped when PostgreSQL is.
+func OpenCounting(t testing.TB) (*store.Store, *RoundTrips) {
+	t.Helper()
+	opts, rt := CountingPostgres(t)
+	s, err := store.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("open postgres store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, rt
+}
+
 func redact(u string) string {
 	if i := strings.Index(u, "@"); i >= 0 {
 		if j := strings.Index(u, "://"); j >= 0 && j < i {
