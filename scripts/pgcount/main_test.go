@@ -125,12 +125,12 @@ func TestCountModes(t *testing.T) {
 // collation (0015) and batch ids grow with time (store.NewBatchID), and
 // 821,921 since a sent batch's end takes no host lock and reads the
 // batches held back only when a hold-back marked its row
-// (store.EndLeasedBatch), and 751,240 (751,221 to 751,710 in four other
-// runs) since the batches have no index of finished ones (migration 0016)
-// nor of badge raises owed (0017) and a transaction sends no BEGIN or
-// COMMIT (store's pipeline). It is held at the goal, 753,000: 0.2 %
-// over the count, whose runs read 0.07 % apart, so that a later change
-// cannot quietly give the saving back. Runs of 100 and 400 sends, as the
+// (store.EndLeasedBatch), and 751,240 (750,464 to 751,989 in ten runs)
+// since the batches have no index of finished ones (migration 0016) nor of
+// badge raises owed (0017) and a transaction sends no BEGIN or COMMIT
+// (store's pipeline). It is held at the goal, 753,000: 0.13 % over
+// the highest run (the runs' spread is 0.2 %), so that a later change
+// cannot quietly give the saving back nor the goal. Runs of 100 and 400 sends, as the
 // measurement: shorter runs read first plans.
 //
 // It holds the push of a host at its quota (299 alerts in the window),
@@ -147,25 +147,30 @@ func TestCountModes(t *testing.T) {
 // 2 % apart from run to run), where the partial indexes of pending batches
 // on state alone made it 9,107,350 (the outcome and the lease probe read
 // every pending batch; TestNoPlanReadsATableWhole holds the plans
-// themselves).
+// themselves). It holds a send to five phones with their five inline
+// deliveries too, quiet and at the quota: 1,689,767 and 1,803,303 (goals
+// 3,755,000 and 5,560,000; 1,904,405 and 2,018,836 before migrations 0016
+// and 0017 and the pipeline), with 2 % room.
 func TestPushCostHeld(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts PostgreSQL under valgrind six times")
+		t.Skip("starts PostgreSQL under valgrind ten times")
 	}
 	if _, err := exec.LookPath("valgrind"); err != nil || newestPGBin() == "" {
 		t.Skip("needs valgrind and PostgreSQL's server binaries")
 	}
 	for _, c := range []struct {
-		name              string
-		inWindow, pending string
-		measured, held    int64
+		name                    string
+		regs, inWindow, pending string
+		measured, held          int64
 	}{
-		{"a quiet host", "10", "0", 751_240, 753_000},
-		{"a host at its quota", "299", "0", 853_057, 870_000},
-		{"a quiet host, 2,000 batches pending elsewhere", "10", "2000", 767_557, 783_000},
+		{"one phone of a quiet host", "1", "10", "0", 751_240, 753_000},
+		{"one phone of a host at its quota", "1", "299", "0", 853_057, 870_000},
+		{"one phone of a quiet host, 2,000 batches pending elsewhere", "1", "10", "2000", 767_557, 783_000},
+		{"five phones of a quiet host", "5", "10", "0", 1_689_767, 1_724_000},
+		{"five phones of a host at its quota", "5", "299", "0", 1_803_303, 1_840_000},
 	} {
 		var out, errs bytes.Buffer
-		args := []string{"-mode", "push", "-regs", "1", "-in-window", c.inWindow, "-sends", "100,400", "-pending", c.pending}
+		args := []string{"-mode", "push", "-regs", c.regs, "-in-window", c.inWindow, "-sends", "100,400", "-pending", c.pending}
 		if err := run(context.Background(), args, &out, &errs); err != nil {
 			t.Fatalf("run: %v\n%s", err, errs.String())
 		}
@@ -174,9 +179,9 @@ func TestPushCostHeld(t *testing.T) {
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
 			t.Fatalf("output %q: %v", out.String(), err)
 		}
-		t.Logf("one inline push to one phone of %s: %d instructions", c.name, m.InstructionsPerSend)
+		t.Logf("one inline push to %s: %d instructions", c.name, m.InstructionsPerSend)
 		if m.InstructionsPerSend > c.held || m.InstructionsPerSend < c.measured/2 {
-			t.Errorf("one inline push to one phone of %s: %d instructions, want at most %d (measured %d)",
+			t.Errorf("one inline push to %s: %d instructions, want at most %d (measured %d)",
 				c.name, m.InstructionsPerSend, c.held, c.measured)
 		}
 	}
