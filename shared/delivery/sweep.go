@@ -26,6 +26,11 @@ const (
 	// the last chunk and the answer must fit in it. It is read on the
 	// clock, and decides nothing about a row.
 	sweepBudget = 45 * time.Second
+	// silentLimit is how long a transaction's session may wait for its
+	// client's next round trip before the sweep ends it
+	// (store.CutOffSilent): the idle_in_transaction_session_timeout that
+	// the gateway's sessions set, which does not run there.
+	silentLimit = 5 * time.Second
 	// challengeBudget is the most of what is left of sweepBudget the
 	// challenges may take, so that a flood of them leaves retention some.
 	challengeBudget = 30 * time.Second
@@ -64,6 +69,9 @@ func NewSweeper(o SweeperOptions) (*Sweeper, error) {
 
 // SweepReport says what one run did.
 type SweepReport struct {
+	// CutOff counts the sessions ended for waiting in a transaction for
+	// their client longer than silentLimit (their locks freed).
+	CutOff  int64 `json:"cutOff"`
 	Expired int64 `json:"expired"`
 	// BadgesGivenBack counts the batches the run expired whose badge
 	// raise it gave back with their end.
@@ -73,7 +81,9 @@ type SweepReport struct {
 	ScheduleFail    int              `json:"scheduleFailed"`
 }
 
-// Sweep runs once at the clock's now. The rescue goes first: overdue
+// Sweep runs once at the clock's now. A transaction whose client went
+// silent between its round trips is cut off first (store.CutOffSilent), so
+// that the host it locks can send again. The rescue goes next: overdue
 // batches are expired (their badge raises given back as they end), and
 // lost batches are re-scheduled, the only recovery of an
 // inline delivery whose process died. Pruning (challenges, then retention)
@@ -90,6 +100,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			errs = append(errs, fmt.Errorf("sweep: %w", err))
 		}
 	}
+	cut, err := s.store.CutOffSilent(ctx, silentLimit)
+	r.CutOff = cut
+	fail(err)
 	fail(s.expire(ctx, now, &r))
 	fail(s.rescue(ctx, now, &r))
 	deadline := began.Add(sweepBudget)

@@ -2,7 +2,9 @@ package delivery_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,5 +148,58 @@ func TestSweepPrunesEveryExpiredChallenge(t *testing.T) {
 				t.Errorf("%d challenges after one sweep, want the %d live ones", n["push_challenges"], live)
 			}
 		})
+	}
+}
+
+// TestSweepCutsOffASilentTransaction: the sweep ends a session that has
+// waited for its client's next round trip in the middle of a transaction
+// longer than the idle timeout its session sets (5 s, on the server's
+// clock: it waits that long), so that the host it locks can send again
+// (PostgreSQL; store.CutOffSilent holds the mechanism).
+func TestSweepCutsOffASilentTransaction(t *testing.T) {
+	ctx := context.Background()
+	e := mustEnv(t, storetest.Postgres(t))
+	sw, err := delivery.NewSweeper(delivery.SweeperOptions{Store: e.store, Clock: e.clock, Counters: e.counters, Scheduler: e.sched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(resume) }) }
+	t.Cleanup(release)
+	silent := make(chan error, 1)
+	go func() {
+		silent <- e.store.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+			if _, err := tx.Challenge(ctx, "none"); err == nil {
+				return errors.New("a challenge named none")
+			}
+			close(held)
+			<-resume
+			return tx.TouchHost(ctx, "hostA", "silent", 1)
+		})
+	}()
+	<-held
+	if r, err := sw.Sweep(ctx); err != nil || r.CutOff != 0 {
+		t.Fatalf("Sweep at once: cut off %d (%v), want none", r.CutOff, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r, err := sw.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.CutOff == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Sweep cut off %d sessions, want the silent one", r.CutOff)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := e.store.HostTx(ctx, "hostA", func(tx *store.Tx) error { return tx.TouchHost(ctx, "hostA", "after", 2) }); err != nil {
+		t.Fatalf("the host's next transaction: %v", err)
+	}
+	release()
+	if err := <-silent; err == nil {
+		t.Error("the silent transaction committed after its session was ended")
 	}
 }

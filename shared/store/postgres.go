@@ -62,11 +62,16 @@ func slotPoolSize(poolMax int) int {
 }
 
 // Session settings (reference-behaviour §8.3): no statement or lock wait can
-// hold a request hostage, and an abandoned transaction is cut off.
+// hold a request hostage, and an abandoned transaction is cut off (between
+// the round trips of a pipeline's transaction, which sends no
+// ReadyForQuery and so starts no idle timer, by the sweep:
+// Store.CutOffSilent). The application name marks the gateway's sessions
+// for that cut-off.
 var postgresRuntimeParams = map[string]string{
 	"statement_timeout":                   "5000",
 	"lock_timeout":                        strconv.FormatInt(lockWait.Milliseconds(), 10),
 	"idle_in_transaction_session_timeout": "5000",
+	"application_name":                    "orca-push",
 }
 
 // openPostgres opens a pgx pool: through the Cloud SQL connector when an

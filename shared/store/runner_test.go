@@ -347,3 +347,69 @@ func TestTransactionsSendNoBeginOrCommit(t *testing.T) {
 		t.Errorf("rows %v, want a host and its session", n)
 	}
 }
+
+// TestSilentTransactionIsCutOff: a transaction whose client goes silent
+// between two round trips (on PostgreSQL its server waits for the next
+// message, with no idle timer: pipeline) holds its host's lock until
+// CutOffSilent ends its session; then the host's next transaction runs, and
+// the silent one commits nothing. A session silent for less is left alone.
+func TestSilentTransactionIsCutOff(t *testing.T) {
+	ctx := context.Background()
+	opts := storetest.Postgres(t).Options(t)
+	s := openAgain(t, opts)
+	held, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(resume) }) }
+	t.Cleanup(release) // before the store closes, which waits for its connection
+	silent := make(chan error, 1)
+	go func() {
+		silent <- s.HostTx(ctx, "hostA", func(tx *store.Tx) error {
+			if _, err := tx.Challenge(ctx, "none"); !errors.Is(err, store.ErrNoRow) {
+				return err
+			}
+			close(held)
+			<-resume // silent, its transaction open and the host's lock held
+			if err := tx.TouchHost(ctx, "hostA", "silent", 1); err != nil {
+				return err
+			}
+			return tx.ReplaceSession(ctx, "hostA", "tok-silent", 9000, 1)
+		})
+	}()
+	<-held
+	touch := func(key string) error {
+		return s.HostTx(ctx, "hostA", func(tx *store.Tx) error { return tx.TouchHost(ctx, "hostA", key, 2) })
+	}
+	if err := touch("waiting"); err == nil {
+		t.Fatal("a transaction of the host ran while the silent one held its lock")
+	}
+	if n, err := s.CutOffSilent(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("CutOffSilent(an hour) = %d, %v; want 0", n, err)
+	}
+	// The server's clock decides how long the session has been silent:
+	// ask until it has been for a millisecond.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		n, err := s.CutOffSilent(ctx, time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if n != 0 || time.Now().After(deadline) {
+			t.Fatalf("CutOffSilent = %d, want the silent session", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := touch("after"); err != nil {
+		t.Fatalf("the host's next transaction: %v", err)
+	}
+	release()
+	if err := <-silent; err == nil {
+		t.Error("the silent transaction committed after its session was ended")
+	}
+	var key string
+	if err := storetest.SQL(t, opts).QueryRow(
+		`SELECT host_public_key FROM push_hosts WHERE host_fingerprint = 'hostA'`).Scan(&key); err != nil || key != "after" {
+		t.Errorf("host key %q (%v), want the next transaction's", key, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"onorca.dev/push/shared/contract"
 )
@@ -39,6 +40,45 @@ func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (expire
 		return 0, 0, fmt.Errorf("expire overdue: %w", err)
 	}
 	return expired, givenBack, nil
+}
+
+// CutOffSilent ends the gateway's PostgreSQL sessions that have waited more
+// than silentFor in the middle of a transaction for their client's next
+// round trip, and returns how many it ended; on SQLite it does nothing.
+//
+// A pipeline's transaction (pipeline) ends each round trip but its last
+// with a Flush, not a Sync: the server sends no ReadyForQuery and so starts
+// no idle_in_transaction_session_timeout, and waits for the next message
+// as long as the connection lives. A client that goes silent there (its
+// process frozen, the network cut without a reset) would hold the
+// transaction's locks, a host's lock among them, until TCP gives up on the
+// connection, where before the idle timer cut it off in 5 s. Such a session
+// is active and waits to read from its client (wait event ClientRead);
+// one of the gateway's (the same database, role and application name as
+// this session's) that has done so for silentFor is terminated, which rolls
+// its transaction back and frees its locks. The sweep calls it every
+// minute. Its times are the server's own (now() against state_change, both
+// the server's clock): the wait is measured where it happens, not by the
+// gateway's clock.
+func (s *Store) CutOffSilent(ctx context.Context, silentFor time.Duration) (int64, error) {
+	if _, pg := s.dialect.(postgresDialect); !pg {
+		return 0, nil
+	}
+	var n int64
+	// The sessions are chosen first, in a CTE of their own, so that no
+	// plan can call pg_terminate_backend on a session before the
+	// conditions that choose it.
+	err := s.db.QueryRowContext(ctx, `WITH silent AS MATERIALIZED (
+			SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND usename = current_user
+				AND application_name = current_setting('application_name') AND pid <> pg_backend_pid()
+				AND state = 'active' AND wait_event_type = 'Client' AND wait_event = 'ClientRead'
+				AND xact_start IS NOT NULL AND state_change < now() - make_interval(secs => $1))
+		SELECT COUNT(*) FROM silent WHERE pg_terminate_backend(pid)`, silentFor.Seconds()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("cut off silent sessions: %w", err)
+	}
+	return n, nil
 }
 
 // sweptPending is the pending batches the sweep reads, in the words of the
