@@ -88,7 +88,7 @@ func (t *Tx) Setting(ctx context.Context, name string) (value, source string, er
 
 // FinalSetting is Setting as the transaction's final statement: on
 // PostgreSQL, in a transaction of one round trip, without BEGIN or COMMIT
-// (pipeline.beginImplicitly).
+// (pipeline).
 func (t *Tx) FinalSetting(ctx context.Context, name string) (value, source string, err error) {
 	err = t.r.final(ctx, `SELECT current_setting($1), source FROM pg_settings WHERE name = $1`, name).Scan(&value, &source)
 	return value, source, err

@@ -123,7 +123,7 @@ func TestTxFailureLeavesNothing(t *testing.T) {
 
 // TestFinalStatementCommits runs a transaction whose last statement carries
 // the commit on PostgreSQL, with a later write queued in front of it: its
-// only round trip, so without BEGIN or COMMIT (pipeline.beginImplicitly).
+// only round trip, so without BEGIN or COMMIT (pipeline).
 func TestFinalStatementCommits(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range storetest.Dialects(t) {
@@ -149,7 +149,7 @@ func TestFinalStatementCommits(t *testing.T) {
 
 // TestFailingFinalStatementCommitsNothing: a transaction whose only round
 // trip carries its final statement (on PostgreSQL without BEGIN or COMMIT:
-// pipeline.beginImplicitly) keeps none of its writes when that statement fails
+// pipeline) keeps none of its writes when that statement fails
 // after a later write in the same round trip succeeded, and its connection
 // serves the next transaction.
 func TestFailingFinalStatementCommitsNothing(t *testing.T) {
