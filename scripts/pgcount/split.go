@@ -165,18 +165,13 @@ func label(text string) string {
 
 // printSplit prints, per statement, the difference of the two runs' splits
 // over the difference of their counts: the instructions and the statements
-// of one unit, most instructions first. It returns the instructions of
-// every statement, without a connection's start-up (about 1.2 M
-// instructions, which one run of a pair may make once more than the other,
-// its pool's choice): that figure moves by less than 1 % from run to run
-// where the sum moves by 1.2 M over the units. Statements both runs ran as
-// often count too (set-up statements, the final check, a few hundred
-// instructions apart): since a transaction sends no COMMIT (store's
-// pipeline), its commit is counted in its last statement, and one that both
-// runs ran as often may then differ by as much as a statement: -mode window
-// -members 1 reads the insert that opens each round's batch 57,000
-// instructions a unit apart between its runs (rounds of one send and of
-// two), which the count of statements run once a unit or more left out.
+// of one unit, most instructions first. It returns the instructions of the
+// statements the counted units ran (those run at least once every two
+// units), without what the two runs did apart from them: a connection's
+// start-up (about 1.2 M instructions, which one run of a pair may make once
+// more than the other, its pool's choice), set-up statements and the final
+// check. That figure moves by less than 1 % from run to run where the sum
+// moves by 1.2 M over the units.
 func printSplit(w io.Writer, runs [2]split, units int) (statements float64) {
 	type row struct {
 		label              string
@@ -215,7 +210,7 @@ func printSplit(w io.Writer, runs [2]split, units int) (statements float64) {
 	}
 	fmt.Fprintf(w, "  %12.0f %6s  (sum; logging left out)\n", sum, "")
 	for _, r := range rows {
-		if !strings.HasPrefix(r.label, "(") {
+		if r.runs >= 0.5 {
 			statements += r.instructions
 		}
 	}
