@@ -238,7 +238,7 @@ func TestSendEdge(t *testing.T) {
 // one transaction (see delivery's TestRoundTrips for each path). Run with -v
 // for the numbers.
 func TestSendRoundTrips(t *testing.T) {
-	s, rt := storetest.OpenCounting(t)
+	s, _, rt := storetest.OpenCounting(t)
 	g := mustGateway(t, s)
 	h := g.mustHost(t)
 	var phones []string

@@ -16,7 +16,6 @@ import (
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/seal/sealtest"
-	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
 
@@ -45,12 +44,7 @@ import (
 // and stop, and read pending batches by an index all the same.
 func TestNoPlanReadsATableWhole(t *testing.T) {
 	ctx := context.Background()
-	opts, rt := storetest.CountingPostgres(t)
-	s, err := store.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, opts, rt := storetest.OpenCounting(t)
 	e := mustDeliverEnvOn(t, mustEnvOn(t, s, clock.NewManual(start)))
 	runEveryPath(t, e)
 	statements := rt.Statements()
@@ -272,4 +266,43 @@ func readsWhole(plan string) string {
 		}
 	}
 	return ""
+}
+
+// TestPruneReadsBatchesByKey: the prune finds finished batches by their
+// key's index (migration 0016 dropped the index by end time), also in the
+// generic plan a connection keeps: on a table of 100,000 finished batches,
+// analysed, no scan of push_delivery_batches in its plan is without an
+// index condition. (TestNoPlanReadsATableWhole leaves the prune's chunks
+// to the size of its tables, 20,000 rows, which a plan rightly reads
+// whole.)
+func TestPruneReadsBatchesByKey(t *testing.T) {
+	ctx := context.Background()
+	s, opts, rt := storetest.OpenCounting(t)
+	now := start.UnixMilli()
+	if _, err := s.Prune(ctx, now, 1000, 1000, 100); err != nil {
+		t.Fatal(err)
+	}
+	statements := rt.Statements()
+	i := slices.IndexFunc(statements, func(q string) bool { return strings.HasPrefix(q, "DELETE FROM push_delivery_batches") })
+	if i < 0 {
+		t.Fatalf("the prune's statement was not recorded among %d", len(statements))
+	}
+	q := statements[i]
+	conn := storetest.PlanConn(t, opts)
+	for _, stmt := range []string{
+		`INSERT INTO push_delivery_batches (batch_id, host_fingerprint, registration_id, kind, payload_json,
+				members, state, due_at, expires_at, created_at, finished_at)
+			SELECT lpad(to_hex(i), 8, '0') || '-0000-7000-8000-000000000000', 'h', 'r' || (i % 1000), 'alert',
+				'[]', 1, 'sent', 0, 0, 0, i
+			FROM generate_series(1, 100000) AS i`,
+		`ANALYZE push_delivery_batches`,
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := genericPlan(t, conn, "prune", q)
+	if bad := readsWhole(plan); bad != "" {
+		t.Errorf("the prune's plan reads %s whole:\n%s\n%s", bad, q, plan)
+	}
 }

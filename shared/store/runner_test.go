@@ -317,7 +317,7 @@ func mustDueBatch(t *testing.T, s *store.Store, host string) string {
 // that commits, pipeline), takes two round trips, and commits.
 func TestTransactionsSendNoBeginOrCommit(t *testing.T) {
 	ctx := context.Background()
-	s, rt := storetest.OpenCounting(t)
+	s, _, rt := storetest.OpenCounting(t)
 	tx := func(token string) {
 		t.Helper()
 		if err := s.HostTx(ctx, "hostA", func(tx *store.Tx) error {

@@ -107,9 +107,9 @@ func Open(t testing.TB, d Dialect) *store.Store {
 }
 
 // OpenCounting opens a store as [Open] does on PostgreSQL, through the
-// proxy of [CountingPostgres], and returns it with the proxy's counts; t is
-// skipped when PostgreSQL is.
-func OpenCounting(t testing.TB) (*store.Store, *RoundTrips) {
+// proxy of [CountingPostgres], and returns it with its options and the
+// proxy's counts; t is skipped when PostgreSQL is.
+func OpenCounting(t testing.TB) (*store.Store, store.Options, *RoundTrips) {
 	t.Helper()
 	opts, rt := CountingPostgres(t)
 	s, err := store.Open(context.Background(), opts)
@@ -117,7 +117,7 @@ func OpenCounting(t testing.TB) (*store.Store, *RoundTrips) {
 		t.Fatalf("open postgres store: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, rt
+	return s, opts, rt
 }
 
 func redact(u string) string {
