@@ -16,6 +16,7 @@ import (
 	"onorca.dev/push/shared/delivery"
 	"onorca.dev/push/shared/push"
 	"onorca.dev/push/shared/seal/sealtest"
+	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
 
@@ -150,6 +151,20 @@ func runEveryPath(t *testing.T, e *deliverEnv) {
 	id = e.queue(t, reg, alert("d", 4))
 	e.clock.Advance(contract.DefaultCoalesce)
 	e.deliver(t, id)
+	// A stamped batch retried past its deadline: its claim leaves it to
+	// the end that gives its raise back (ClaimBatch's expireStamped).
+	e.prov.step = func(context.Context, push.Target, push.Message) push.Outcome {
+		return push.Outcome{Kind: push.Retry, Reason: "ServiceUnavailable"}
+	}
+	id = e.queue(t, reg, alert("g", 7))
+	e.clock.Advance(contract.DefaultCoalesce)
+	e.deliver(t, id)
+	e.sched.take()
+	e.clock.Advance(contract.EventLifetime)
+	e.deliver(t, id)
+	if b := e.batch(t, id); b.State != store.BatchExpired {
+		t.Fatalf("a stamped batch past its deadline: %s, want expired", b.State)
+	}
 
 	// Inline delivery with a lease at admission (no window): while the
 	// first alert is in flight a second is admitted and held back, and
