@@ -26,11 +26,7 @@ const (
 	// the last chunk and the answer must fit in it. It is read on the
 	// clock, and decides nothing about a row.
 	sweepBudget = 45 * time.Second
-	// silentLimit is how long a transaction's session may wait for its
-	// client's next round trip before the sweep ends it
-	// (store.CutOffSilent): the idle_in_transaction_session_timeout that
-	// the gateway's sessions set, which does not run there.
-	silentLimit = 5 * time.Second
+
 	// challengeBudget is the most of what is left of sweepBudget the
 	// challenges may take, so that a flood of them leaves retention some.
 	challengeBudget = 30 * time.Second
@@ -70,7 +66,8 @@ func NewSweeper(o SweeperOptions) (*Sweeper, error) {
 // SweepReport says what one run did.
 type SweepReport struct {
 	// CutOff counts the sessions ended for waiting in a transaction for
-	// their client longer than silentLimit (their locks freed).
+	// their client longer than the sessions' idle timeout (their locks
+	// freed: store.CutOffSilent).
 	CutOff  int64 `json:"cutOff"`
 	Expired int64 `json:"expired"`
 	// BadgesGivenBack counts the batches the run expired whose badge
@@ -100,7 +97,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			errs = append(errs, fmt.Errorf("sweep: %w", err))
 		}
 	}
-	cut, err := s.store.CutOffSilent(ctx, silentLimit)
+	cut, err := s.store.CutOffSilent(ctx)
 	r.CutOff = cut
 	fail(err)
 	fail(s.expire(ctx, now, &r))

@@ -107,3 +107,9 @@ func PoolSizes(s *Store) (pool, slots int) {
 // BatchKeyAt is batchKeyAt, the text batch keys made at ms or later sort
 // after.
 var BatchKeyAt = batchKeyAt
+
+// CutOffSilentAfter is CutOffSilent for sessions silent for more than
+// silentFor.
+func (s *Store) CutOffSilentAfter(ctx context.Context, silentFor time.Duration) (int64, error) {
+	return s.cutOffSilent(ctx, silentFor)
+}

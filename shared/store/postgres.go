@@ -61,6 +61,12 @@ func slotPoolSize(poolMax int) int {
 	return n
 }
 
+// idleInTransaction is how long a session may wait for its client inside
+// a transaction (reference-behaviour §8.3, 5 s): the server's idle timer
+// where it sent a ReadyForQuery, the sweep's cut-off where a pipeline's
+// Flush left it waiting without one (Store.CutOffSilent).
+const idleInTransaction = 5 * time.Second
+
 // Session settings (reference-behaviour §8.3): no statement or lock wait can
 // hold a request hostage, and an abandoned transaction is cut off (between
 // the round trips of a pipeline's transaction, which sends no
@@ -70,7 +76,7 @@ func slotPoolSize(poolMax int) int {
 var postgresRuntimeParams = map[string]string{
 	"statement_timeout":                   "5000",
 	"lock_timeout":                        strconv.FormatInt(lockWait.Milliseconds(), 10),
-	"idle_in_transaction_session_timeout": "5000",
+	"idle_in_transaction_session_timeout": strconv.FormatInt(idleInTransaction.Milliseconds(), 10),
 	"application_name":                    "orca-push",
 }
 

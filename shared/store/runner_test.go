@@ -382,13 +382,13 @@ func TestSilentTransactionIsCutOff(t *testing.T) {
 	if err := touch("waiting"); err == nil {
 		t.Fatal("a transaction of the host ran while the silent one held its lock")
 	}
-	if n, err := s.CutOffSilent(ctx, time.Hour); err != nil || n != 0 {
+	if n, err := s.CutOffSilentAfter(ctx, time.Hour); err != nil || n != 0 {
 		t.Fatalf("CutOffSilent(an hour) = %d, %v; want 0", n, err)
 	}
 	// The server's clock decides how long the session has been silent:
 	// ask until it has been for a millisecond.
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		n, err := s.CutOffSilent(ctx, time.Millisecond)
+		n, err := s.CutOffSilentAfter(ctx, time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,8 +43,9 @@ func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (expire
 }
 
 // CutOffSilent ends the gateway's PostgreSQL sessions that have waited more
-// than silentFor in the middle of a transaction for their client's next
-// round trip, and returns how many it ended; on SQLite it does nothing.
+// than idleInTransaction (5 s) in the middle of a transaction for their
+// client's next round trip, and returns how many it ended; on SQLite it
+// does nothing.
 //
 // A pipeline's transaction (pipeline) ends each round trip but its last
 // with a Flush, not a Sync: the server sends no ReadyForQuery and so starts
@@ -55,12 +56,17 @@ func (s *Store) ExpireOverdue(ctx context.Context, now int64, limit int) (expire
 // connection, where before the idle timer cut it off in 5 s. Such a session
 // is active and waits to read from its client (wait event ClientRead);
 // one of the gateway's (the same database, role and application name as
-// this session's) that has done so for silentFor is terminated, which rolls
+// this session's) that has done so that long is terminated, which rolls
 // its transaction back and frees its locks. The sweep calls it every
 // minute. Its times are the server's own (now() against state_change, both
 // the server's clock): the wait is measured where it happens, not by the
 // gateway's clock.
-func (s *Store) CutOffSilent(ctx context.Context, silentFor time.Duration) (int64, error) {
+func (s *Store) CutOffSilent(ctx context.Context) (int64, error) {
+	return s.cutOffSilent(ctx, idleInTransaction)
+}
+
+// cutOffSilent is CutOffSilent for sessions silent for more than silentFor.
+func (s *Store) cutOffSilent(ctx context.Context, silentFor time.Duration) (int64, error) {
 	if _, pg := s.dialect.(postgresDialect); !pg {
 		return 0, nil
 	}
