@@ -35,7 +35,9 @@ import (
 type pipeline struct {
 	conn *pgx.Conn
 	// ctx is the transaction's context, in effect from its first round
-	// trip to its end.
+	// trip to its end (pgconn's pipeline watches one context for its
+	// life): the ctx a runner method is given is not consulted, and the
+	// store's transactions give every statement the transaction's own.
 	ctx context.Context
 	// prelude takes the transaction's lock; it goes with the first round
 	// trip.
