@@ -9,7 +9,7 @@ locals {
     { title = "Alert batches by acceptance-to-provider time (per 5 min)", counters = ["alert_latency_1s", "alert_latency_5s", "alert_latency_30s", "alert_latency_over_30s"] },
     { title = "Provider credential refusals (per 5 min)", counters = ["apns_credentials_rejected", "fcm_credentials_rejected"] },
     { title = "Send recipients at admission (per 5 min)", counters = ["send_queued", "send_dead", "send_rate_limited", "send_error"] },
-    { title = "Database 503s and internal errors (per 5 min)", counters = ["database_busy", "database_unavailable", "request_error"] },
+    { title = "Database 503s and internal errors (per 5 min)", counters = ["database_busy", "database_unavailable", "request_error", "sweep_cut_off"] },
     { title = "Lost tasks: sweep re-enqueued, schedule failed (per 5 min)", counters = ["sweep_rescheduled", "schedule_failed"] },
     { title = "Hosts and devices (per 5 min)", counters = ["challenge_issued", "challenge_rejected", "session_issued", "session_rejected", "ip_rate_limited", "device_registered", "device_rejected", "device_deleted", "receipts_read"] },
   ]

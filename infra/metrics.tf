@@ -48,6 +48,7 @@ locals {
     delivery_expired          = "Batches that expired before a provider accepted them."
     schedule_failed           = "Cloud Tasks schedule calls that failed (the sweep re-schedules)."
     sweep_rescheduled         = "Due batches whose task was lost, re-enqueued by the sweep."
+    sweep_cut_off             = "Database sessions the sweep ended for waiting mid-transaction on a silent client."
     database_busy             = "Requests answered 503 busy because the database could not serve in time."
     database_unavailable      = "Requests answered 503 because the database could not be reached."
     shared_tx_members         = "Statements that ran in a transaction shared with others (group commit)."

@@ -99,6 +99,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	}
 	cut, err := s.store.CutOffSilent(ctx)
 	r.CutOff = cut
+	s.counters.Add(obs.SweepCutOff, cut)
 	fail(err)
 	fail(s.expire(ctx, now, &r))
 	fail(s.rescue(ctx, now, &r))

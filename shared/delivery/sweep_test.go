@@ -11,6 +11,7 @@ import (
 	"onorca.dev/push/shared/clock"
 	"onorca.dev/push/shared/contract"
 	"onorca.dev/push/shared/delivery"
+	"onorca.dev/push/shared/obs"
 	"onorca.dev/push/shared/store"
 	"onorca.dev/push/shared/store/storetest"
 )
@@ -194,6 +195,9 @@ func TestSweepCutsOffASilentTransaction(t *testing.T) {
 			t.Fatalf("Sweep cut off %d sessions, want the silent one", r.CutOff)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if n := e.counters.Totals()[obs.SweepCutOff]; n != 1 {
+		t.Errorf("counter %s = %d, want 1", obs.SweepCutOff, n)
 	}
 	if err := e.store.HostTx(ctx, "hostA", func(tx *store.Tx) error { return tx.TouchHost(ctx, "hostA", "after", 2) }); err != nil {
 		t.Fatalf("the host's next transaction: %v", err)

@@ -44,6 +44,10 @@ const (
 	DeliveryExpired   = "delivery_expired"
 	ScheduleFailed    = "schedule_failed"
 	SweepRescheduled  = "sweep_rescheduled"
+	// SweepCutOff counts the sessions the sweep ended for waiting in a
+	// transaction for their client too long (store.CutOffSilent): a
+	// gateway cut off from the database mid-transaction.
+	SweepCutOff = "sweep_cut_off"
 	// DatabaseBusy and DatabaseUnavailable count requests answered 503
 	// because the database could not serve them in time or could not be
 	// reached.
